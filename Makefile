@@ -1,0 +1,45 @@
+# Every target sets itself up from a fresh clone: a .venv, then the pinned requirements.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test test-postgres install install-dev migrate benchmarks clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.requirements: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.requirements-dev: requirements-dev.txt $(VENV)/.requirements
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+install: $(VENV)/.requirements
+install-dev: $(VENV)/.requirements-dev
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python -m uvicorn config.asgi:application --host $(HOST) --port $(PORT)
+
+test: install-dev
+	$(BIN)/python -m pytest
+
+# The same suite against the machine's PostgreSQL and Redis.
+test-postgres: install-dev
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/15} \
+	$(BIN)/python -m pytest
+
+benchmarks: install-dev
+	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

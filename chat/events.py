@@ -1,0 +1,90 @@
+"""Where run events leave the server: publishing to django-eventstream, and the SSE stream of one run.
+
+Every event is stored (DjangoModelStorage) before it is announced, so storage is the source of truth.
+The stream below is our own loop rather than the library's `views.stream`: it reads stored events
+strictly after the last id it sent and uses the listener queue only as a wake-up, which is what makes
+delivery exactly-once and in order for late subscribers and for resumes alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django_eventstream import send_event
+from django_eventstream.storage import EventDoesNotExist
+from django_eventstream.utils import get_storage, sse_encode_event
+from django_eventstream.views import Listener, get_listener_manager
+
+TERMINAL_EVENTS = frozenset({"done", "error"})
+KEEPALIVE_SECONDS = 20.0
+READ_BATCH = 100
+# Browsers and proxies start delivering a stream only after a first chunk of some size.
+OPENING = ":" + " " * 2048 + "\n\nevent: stream-open\ndata:\n\n"
+
+_LAST_ID = re.compile(r"^(?:(?P<channel>[A-Za-z0-9_.~%-]+):)?(?P<id>\d{1,18})$")
+
+
+class InvalidLastEventId(ValueError):
+    """A resume position that does not name an event of this run's channel."""
+
+
+def publish(channel: str, event_type: str, data: dict) -> None:
+    """Store the event and wake every listener of the channel (across processes when Redis is set)."""
+    send_event(channel, event_type, data)
+
+
+apublish = sync_to_async(publish)
+
+
+def parse_last_event_id(value: str | None, channel: str) -> int:
+    """The id to resume after: `run-<uuid>:<n>` as sent in `id:` lines, or a bare `<n>`; none means 0."""
+    if value is None or not value.strip():
+        return 0
+    match = _LAST_ID.match(value.strip())
+    if match is None or (match["channel"] is not None and match["channel"] != channel):
+        raise InvalidLastEventId("Last-Event-ID must be an id this run's stream sent, like 'run-<id>:7'.")
+    return int(match["id"])
+
+
+def _read_after(channel: str, last_id: int) -> list:
+    return get_storage().get_events(channel, last_id, limit=READ_BATCH)
+
+
+async def stream_run_events(channel: str, last_id: int) -> AsyncIterator[str]:
+    """SSE frames for `channel` after `last_id`, ending after the run's terminal event."""
+    listener = Listener()
+    listener.channels = {channel}
+    listener.assign_loop()
+    manager = get_listener_manager()
+    manager.add_listener(listener)
+    try:
+        yield OPENING
+        while True:
+            # Forget queued wake-ups before reading: anything published from here on is either in the
+            # read below or sets the event again, so nothing is missed and nothing is sent twice.
+            with manager.lock:
+                listener.aevent.clear()
+                listener.channel_items = {}
+                listener.overflow = False
+            try:
+                events = await sync_to_async(_read_after)(channel, last_id)
+            except EventDoesNotExist:
+                yield sse_encode_event("stream-reset", {"channels": [channel]}, json_encode=True)
+                return
+            for event in events:
+                last_id = event.id
+                yield sse_encode_event(event.type, event.data, event_id=f"{channel}:{event.id}")
+                if event.type in TERMINAL_EVENTS:
+                    return
+            if len(events) >= READ_BATCH:
+                continue
+            while not listener.aevent.is_set():
+                try:
+                    await asyncio.wait_for(listener.aevent.wait(), timeout=KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    yield "event: keep-alive\ndata:\n\n"
+    finally:
+        manager.remove_listener(listener)

@@ -1,0 +1,16 @@
+from django.core.management.base import BaseCommand
+
+from chat.services.api_keys import create_api_key
+
+
+class Command(BaseCommand):
+    help = "Create an API key for USERNAME (the user is created if needed). The key is printed once, on the last line."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--name", default="", help="A label for the key, shown in the admin.")
+
+    def handle(self, *args, username: str, name: str, **options) -> None:
+        api_key, key = create_api_key(username, name=name)
+        self.stderr.write(f"Created API key {api_key.prefix}… for {username}. Store it now: it is not shown again.")
+        self.stdout.write(key)

@@ -1,0 +1,130 @@
+"""Conversations, their messages, the research runs that answer them, and API keys.
+
+Every conversation belongs to one owner: a user (API key or logged-in session) or an anonymous browser
+session. Messages and runs are owned through their conversation.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="conversations"
+    )
+    session_key = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    title = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, session_key__isnull=True)
+                | Q(user__isnull=True, session_key__isnull=False),
+                name="conversation_has_exactly_one_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    class Status(models.TextChoices):
+        COMPLETE = "complete"
+        INCOMPLETE = "incomplete"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    sources = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["conversation", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class ResearchRun(models.Model):
+    """One answer being produced: its lifecycle, what the router did, and what it cost."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+
+    class Mode(models.TextChoices):
+        AUTO = "auto"
+        QUICK = "quick"
+        RESEARCH = "research"
+
+    FINISHED = (Status.DONE, Status.ERROR, Status.CANCELLED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    user_message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="runs")
+    answer = models.OneToOneField(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by"
+    )
+    requested_mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.AUTO)
+    mode = models.CharField(max_length=16, blank=True, help_text="The path the router took: quick or research.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    cancel_requested = models.BooleanField(default=False)
+    plan = models.JSONField(default=dict, blank=True)
+    rounds = models.JSONField(default=list, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    signals = models.JSONField(default=dict, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.id} ({self.status})"
+
+    @property
+    def channel(self) -> str:
+        """The django-eventstream channel carrying this run's events."""
+        return f"run-{self.id}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class ApiKey(models.Model):
+    """A bearer key. Only a SHA-256 digest is stored: keys are random, so a slow hash buys nothing."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, help_text="The first characters of the key, to recognise it.")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

@@ -1,0 +1,96 @@
+"""Request and response bodies of the HTTP API (they also make the OpenAPI document)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_QUESTION_CHARS = 8000
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+class ConversationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(default="", max_length=200)
+
+
+class ConversationOut(BaseModel):
+    id: uuid.UUID
+    title: str
+    created_at: datetime
+
+
+class SourceOut(BaseModel):
+    n: int
+    title: str
+    url: str
+    kind: Literal["web", "market_data"]
+
+
+class MessageOut(BaseModel):
+    id: uuid.UUID
+    role: Literal["user", "assistant"]
+    content: str
+    sources: list[SourceOut]
+    status: Literal["complete", "incomplete"]
+    created_at: datetime
+
+
+class ConversationDetailOut(ConversationOut):
+    messages: list[MessageOut]
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    mode: Literal["auto", "quick", "research"] = "auto"
+
+    @field_validator("content")
+    @classmethod
+    def _trimmed_and_bounded(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("content must not be empty")
+        if len(value) > MAX_QUESTION_CHARS:
+            raise ValueError(f"content must be at most {MAX_QUESTION_CHARS} characters")
+        return value
+
+
+class MessageAccepted(BaseModel):
+    message_id: uuid.UUID
+    run_id: uuid.UUID
+    events_url: str
+
+
+class RunOut(BaseModel):
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    status: Literal["queued", "running", "done", "error", "cancelled"]
+    requested_mode: Literal["auto", "quick", "research"]
+    mode: str
+    plan: dict
+    rounds: list
+    timings: dict
+    usage: dict
+    signals: dict
+    error: ErrorDetail | None
+    message_id: uuid.UUID | None = Field(description="The stored answer, once there is one.")
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class Accepted(BaseModel):
+    status: str

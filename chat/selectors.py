@@ -1,0 +1,36 @@
+"""Reads, always scoped to the caller: another owner's rows simply do not exist for them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import QuerySet
+
+from chat.callers import Caller
+from chat.models import Conversation, Message, ResearchRun
+
+
+def conversations_for(caller: Caller) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(**caller.owner_filter()).order_by("-updated_at")
+
+
+def conversation_for(caller: Caller, conversation_id: uuid.UUID) -> Conversation | None:
+    return conversations_for(caller).filter(pk=conversation_id).first()
+
+
+def messages_of(conversation: Conversation) -> list[Message]:
+    return list(conversation.messages.order_by("created_at"))
+
+
+def run_for(caller: Caller, run_id: uuid.UUID) -> ResearchRun | None:
+    return ResearchRun.objects.filter(pk=run_id, **caller.owner_filter("conversation__")).first()
+
+
+def history_before(message: Message, *, limit: int = 20) -> list[Message]:
+    """The completed turns that precede `message` in its conversation, oldest first."""
+    earlier = (
+        Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at)
+        .exclude(content="")
+        .order_by("-created_at")[:limit]
+    )
+    return list(reversed(earlier))

@@ -1,0 +1,29 @@
+"""Writes for conversations and messages."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from chat.callers import Caller
+from chat.models import Conversation, Message, ResearchRun
+
+TITLE_LENGTH = 80
+
+
+def create_conversation(caller: Caller, *, title: str = "") -> Conversation:
+    return Conversation.objects.create(title=title.strip()[:TITLE_LENGTH], **caller.owner_fields())
+
+
+def title_from_question(question: str) -> str:
+    line = " ".join(question.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+@transaction.atomic
+def post_user_message(conversation: Conversation, *, content: str, mode: str) -> ResearchRun:
+    """Store the question and the run that will answer it, together or not at all."""
+    message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
+    if not conversation.title:
+        conversation.title = title_from_question(content)
+    conversation.save(update_fields=["title", "updated_at"])
+    return ResearchRun.objects.create(conversation=conversation, user_message=message, requested_mode=mode)

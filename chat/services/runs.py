@@ -1,0 +1,235 @@
+"""Running a research run in the server process: drive the router, store and publish what it yields.
+
+Posting a message returns 202 at once; `launch_run` starts `execute_run` as a background task on the
+server's event loop. The run's events are published as they come (answer deltas coalesced, since each
+stored event costs several queries), and the answer is stored whether or not anyone is listening.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils import timezone
+
+from chat.events import apublish
+from chat.models import Message, ResearchRun
+from chat.selectors import history_before
+from datascraper.errors import ResearchError
+from datascraper.research_engine import run_research
+from datascraper.schemas import ChatTurn, DeltaEvent, ResearchEvent, ResearchQuery, RunSummary, SourcesEvent
+
+logger = logging.getLogger(__name__)
+
+DELTA_FLUSH_CHARS = 200
+DELTA_FLUSH_SECONDS = 0.05
+CANCEL_POLL_SECONDS = 1.0
+
+ResearchFn = Callable[[ResearchQuery], AsyncIterator[ResearchEvent]]
+
+# The event loop keeps only weak references to tasks: this keeps runs alive and lets cancel find them.
+_tasks: dict[uuid.UUID, asyncio.Task] = {}
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    status: str
+    code: str
+    message: str
+
+
+CANCELLED = RunFailure(ResearchRun.Status.CANCELLED, "cancelled", "The run was cancelled.")
+
+
+class DeltaCoalescer:
+    """Batches answer text: the first delta goes out at once, later ones every 50 ms or 200 characters."""
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        self.text = ""
+        self._pending = ""
+        self._last_flush = 0.0
+        self._sent_any = False
+
+    async def add(self, text: str) -> None:
+        self.text += text
+        self._pending += text
+        due = time.monotonic() - self._last_flush >= DELTA_FLUSH_SECONDS
+        if not self._sent_any or due or len(self._pending) >= DELTA_FLUSH_CHARS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, ""
+        self._last_flush = time.monotonic()
+        self._sent_any = True
+        await apublish(self.channel, "delta", {"text": pending})
+
+
+def _build_query(run: ResearchRun) -> ResearchQuery:
+    history = [
+        ChatTurn(role=m.role, content=m.content)
+        for m in history_before(run.user_message)
+        if m.role in (Message.Role.USER, Message.Role.ASSISTANT)
+    ]
+    return ResearchQuery(question=run.user_message.content, mode=run.requested_mode, history=history)
+
+
+@sync_to_async
+def _start(run_id: uuid.UUID) -> tuple[str, ResearchQuery] | None:
+    """Mark a queued run running; None when it is not queued (already taken, or finished)."""
+    with transaction.atomic():
+        run = ResearchRun.objects.select_for_update().select_related("user_message").get(pk=run_id)
+        if run.status != ResearchRun.Status.QUEUED:
+            return None
+        run.status = ResearchRun.Status.RUNNING
+        run.started_at = timezone.now()
+        run.save(update_fields=["status", "started_at"])
+    return run.channel, _build_query(run)
+
+
+@sync_to_async
+def _is_cancel_requested(run_id: uuid.UUID) -> bool:
+    return ResearchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+@sync_to_async
+@transaction.atomic
+def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message:
+    run = ResearchRun.objects.select_for_update().get(pk=run_id)
+    answer = Message.objects.create(
+        conversation_id=run.conversation_id,
+        role=Message.Role.ASSISTANT,
+        content=text,
+        sources=[s.model_dump(mode="json") for s in summary.sources],
+    )
+    run.answer = answer
+    run.status = ResearchRun.Status.DONE
+    run.mode = summary.mode
+    run.plan = summary.plan
+    run.rounds = summary.rounds
+    run.timings = summary.timings
+    run.usage = summary.usage.model_dump(mode="json")
+    run.signals = summary.signals
+    run.finished_at = timezone.now()
+    run.save()
+    return answer
+
+
+@sync_to_async
+@transaction.atomic
+def _finish_failed(run_id: uuid.UUID, failure: RunFailure, text: str, sources: list[dict]) -> Message | None:
+    """Record the failure; a partial answer is kept, marked incomplete, so nothing streamed is lost."""
+    run = ResearchRun.objects.select_for_update().get(pk=run_id)
+    answer = None
+    if text.strip():
+        answer = Message.objects.create(
+            conversation_id=run.conversation_id,
+            role=Message.Role.ASSISTANT,
+            content=text,
+            sources=sources,
+            status=Message.Status.INCOMPLETE,
+        )
+    run.answer = answer
+    run.status = failure.status
+    run.error = {"code": failure.code, "message": failure.message}
+    run.finished_at = timezone.now()
+    run.save(update_fields=["answer", "status", "error", "finished_at"])
+    return answer
+
+
+async def _watch_for_cancel(run_id: uuid.UUID, task: asyncio.Task) -> None:
+    """Cancel requests may land in another server process: poll the flag while the run lasts."""
+    while not task.done():
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        if await _is_cancel_requested(run_id):
+            task.cancel()
+            return
+
+
+async def _research(
+    channel: str, query: ResearchQuery, research: ResearchFn, deltas: DeltaCoalescer, sources: list[dict]
+) -> RunSummary:
+    summary: RunSummary | None = None
+    async for event in research(query):
+        if isinstance(event, DeltaEvent):
+            await deltas.add(event.text)
+            continue
+        await deltas.flush()
+        if isinstance(event, RunSummary):
+            summary = event
+            continue
+        if isinstance(event, SourcesEvent):
+            sources[:] = [s.model_dump(mode="json") for s in event.sources]
+        await apublish(channel, event.type, event.payload())
+    await deltas.flush()
+    if summary is None:
+        raise ResearchError("The research ended without an answer.")
+    return summary
+
+
+async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research) -> None:
+    """Answer one queued run to the end: exactly one `done` or `error` event is published."""
+    channel = f"run-{run_id}"
+    deltas = DeltaCoalescer(channel)
+    sources: list[dict] = []
+    try:
+        started = await _start(run_id)
+        if started is None:
+            return
+        channel, query = started
+        if await _is_cancel_requested(run_id):
+            raise asyncio.CancelledError
+        watcher = asyncio.create_task(_watch_for_cancel(run_id, asyncio.current_task()))
+        try:
+            summary = await _research(channel, query, research, deltas, sources)
+        finally:
+            watcher.cancel()
+    except asyncio.CancelledError:
+        failure = CANCELLED
+    except ResearchError as exc:
+        failure = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message)
+    except Exception:
+        logger.exception("run %s failed unexpectedly", run_id)
+        failure = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The run failed unexpectedly.")
+    else:
+        answer = await _finish_done(run_id, summary, deltas.text)
+        await apublish(channel, "done", {"message_id": str(answer.id), "run_id": str(run_id), "signals": summary.signals})
+        return
+    await deltas.flush()
+    answer = await _finish_failed(run_id, failure, deltas.text, sources)
+    data = {"code": failure.code, "message": failure.message}
+    if answer is not None:
+        data["message_id"] = str(answer.id)
+    await apublish(channel, "error", data)
+
+
+def launch_run(run_id: uuid.UUID) -> asyncio.Task:
+    """Start answering in the background of the running event loop (the ASGI server's)."""
+    task = asyncio.get_running_loop().create_task(execute_run(run_id), name=f"run-{run_id}")
+    _tasks[run_id] = task
+    task.add_done_callback(lambda _: _tasks.pop(run_id, None))
+    return task
+
+
+@sync_to_async
+def request_cancel(run: ResearchRun) -> bool:
+    """Flag the run for cancellation; False when it has already finished."""
+    updated = ResearchRun.objects.filter(pk=run.pk).exclude(status__in=ResearchRun.FINISHED).update(cancel_requested=True)
+    return bool(updated)
+
+
+async def cancel_run(run: ResearchRun) -> bool:
+    if not await request_cancel(run):
+        return False
+    task = _tasks.get(run.id)
+    if task is not None:
+        task.cancel()
+    return True

@@ -1,0 +1,9 @@
+"""ASGI entry point (uvicorn config.asgi:application). Runs are background tasks on this server's loop."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+application = get_asgi_application()

@@ -1,0 +1,73 @@
+"""Research configuration: one typed object, read once from the environment.
+
+Nothing here imports Django: the research code runs from a test, a CLI or the web app alike.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, Field, SecretStr
+
+
+class ResearchConfig(BaseModel):
+    """Every knob of the research router, with the contract's defaults."""
+
+    model_config = {"frozen": True}
+
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    planner_model: str = "gpt-5-mini"
+    research_model: str = "gpt-5.2-chat-latest"
+    max_iterations: int = Field(default=3, ge=1, le=10)
+    max_sub_questions: int = Field(default=5, ge=1, le=20)
+    concurrency: int = Field(default=5, ge=1, le=50)
+    # Per-call budgets. The SDK retries connection errors, 408, 409, 429 and 5xx.
+    request_timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=5)
+    sub_question_timeout_s: float = Field(default=90.0, gt=0)
+    market_data_timeout_s: float = Field(default=20.0, gt=0)
+    # The gap detector's "good enough" score (0-10).
+    completeness_threshold: float = Field(default=8.0, ge=0, le=10)
+
+    @property
+    def is_configured(self) -> bool:
+        return self.openai_api_key is not None and bool(self.openai_api_key.get_secret_value())
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ResearchConfig:
+        env = os.environ if environ is None else environ
+
+        def pick(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        fields: dict[str, object] = {
+            "openai_api_key": pick("OPENAI_API_KEY"),
+            "openai_base_url": pick("OPENAI_BASE_URL"),
+            "planner_model": pick("RESEARCH_PLANNER_MODEL"),
+            "research_model": pick("RESEARCH_MODEL"),
+            "max_iterations": pick("RESEARCH_MAX_ITERATIONS"),
+            "max_sub_questions": pick("RESEARCH_MAX_SUB_QUESTIONS"),
+            "concurrency": pick("RESEARCH_CONCURRENCY"),
+            "request_timeout_s": pick("RESEARCH_REQUEST_TIMEOUT"),
+            "max_retries": pick("RESEARCH_MAX_RETRIES"),
+            "sub_question_timeout_s": pick("RESEARCH_SUB_QUESTION_TIMEOUT"),
+            "market_data_timeout_s": pick("RESEARCH_MARKET_DATA_TIMEOUT"),
+        }
+        return cls(**{k: v for k, v in fields.items() if v is not None})
+
+
+@lru_cache(maxsize=1)
+def get_research_config() -> ResearchConfig:
+    """The process-wide configuration; tests call `get_research_config.cache_clear()` after changing env."""
+    return ResearchConfig.from_env()
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Reasoning models (o-series, gpt-5 family except `*-chat-*`) take `reasoning` and reject `temperature`."""
+    name = model.lower().rsplit("/", 1)[-1]
+    if "-chat" in name:
+        return False
+    return name.startswith(("o1", "o3", "o4", "gpt-5"))
