@@ -9,8 +9,10 @@ delivery exactly-once and in order for late subscribers and for resumes alike.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django_eventstream import send_event
@@ -53,15 +55,31 @@ def _read_after(channel: str, last_id: int) -> list:
     return get_storage().get_events(channel, last_id, limit=READ_BATCH)
 
 
-async def stream_run_events(channel: str, last_id: int) -> AsyncIterator[str]:
-    """SSE frames for `channel` after `last_id`, ending after the run's terminal event."""
+@dataclass(frozen=True)
+class RunEventRecord:
+    """One stored event of a run, as it leaves the server."""
+
+    id: int
+    type: str
+    data_json: str
+
+    @property
+    def data(self) -> dict:
+        return json.loads(self.data_json)
+
+
+KEEPALIVE = None
+
+
+async def iter_run_events(channel: str, last_id: int) -> AsyncIterator[RunEventRecord | None]:
+    """Stored events of `channel` after `last_id`, in order and exactly once, ending after the terminal
+    event. Yields `KEEPALIVE` (None) after each quiet period so a streaming response can ping its client."""
     listener = Listener()
     listener.channels = {channel}
     listener.assign_loop()
     manager = get_listener_manager()
     manager.add_listener(listener)
     try:
-        yield OPENING
         while True:
             # Forget queued wake-ups before reading: anything published from here on is either in the
             # read below or sets the event again, so nothing is missed and nothing is sent twice.
@@ -69,14 +87,10 @@ async def stream_run_events(channel: str, last_id: int) -> AsyncIterator[str]:
                 listener.aevent.clear()
                 listener.channel_items = {}
                 listener.overflow = False
-            try:
-                events = await sync_to_async(_read_after)(channel, last_id)
-            except EventDoesNotExist:
-                yield sse_encode_event("stream-reset", {"channels": [channel]}, json_encode=True)
-                return
+            events = await sync_to_async(_read_after)(channel, last_id)
             for event in events:
                 last_id = event.id
-                yield sse_encode_event(event.type, event.data, event_id=f"{channel}:{event.id}")
+                yield RunEventRecord(event.id, event.type, event.data)
                 if event.type in TERMINAL_EVENTS:
                     return
             if len(events) >= READ_BATCH:
@@ -85,6 +99,19 @@ async def stream_run_events(channel: str, last_id: int) -> AsyncIterator[str]:
                 try:
                     await asyncio.wait_for(listener.aevent.wait(), timeout=KEEPALIVE_SECONDS)
                 except TimeoutError:
-                    yield "event: keep-alive\ndata:\n\n"
+                    yield KEEPALIVE
     finally:
         manager.remove_listener(listener)
+
+
+async def stream_run_events(channel: str, last_id: int) -> AsyncIterator[str]:
+    """SSE frames for `channel` after `last_id`, ending after the run's terminal event."""
+    yield OPENING
+    try:
+        async for record in iter_run_events(channel, last_id):
+            if record is KEEPALIVE:
+                yield "event: keep-alive\ndata:\n\n"
+            else:
+                yield sse_encode_event(record.type, record.data_json, event_id=f"{channel}:{record.id}")
+    except EventDoesNotExist:
+        yield sse_encode_event("stream-reset", {"channels": [channel]}, json_encode=True)
