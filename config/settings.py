@@ -7,6 +7,7 @@ DJANGO_ALLOWED_HOSTS, and `manage.py check --deploy` is then clean.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -80,8 +81,13 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Runs write from a worker thread while requests read: wait for the lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # Runs write from a worker thread while requests read: WAL lets readers go on during a write, and
+    # writers wait for the lock instead of failing. Tests use a file too: an in-memory database shared
+    # between threads locks whole tables and fails at once instead of waiting.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"research-chat-test-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

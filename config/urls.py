@@ -1,11 +1,15 @@
 from django.contrib import admin
 from django.urls import path
 
-from chat import views
+from chat import openai_compat, pages, views
 from chat.api import api
 
 urlpatterns = [
+    path("", pages.index, name="index"),
     path("admin/", admin.site.urls),
     path("api/runs/<uuid:run_id>/events", views.run_events, name="run-events"),
     path("api/", api.urls),
+    path("v1/chat/completions", openai_compat.chat_completions, name="openai-chat-completions"),
+    path("v1/models", openai_compat.list_models, name="openai-models"),
+    path("v1/models/<str:model>", openai_compat.retrieve_model, name="openai-model"),
 ]

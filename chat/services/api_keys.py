@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,6 +13,8 @@ from django.utils import timezone
 from chat.models import ApiKey
 
 KEY_PREFIX = "frk_"
+# Recording every use would make each request a write; a few minutes of precision is enough.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
 def _digest(key: str) -> str:
@@ -34,5 +37,7 @@ def authenticate_api_key(key: str) -> AbstractBaseUser | None:
     )
     if api_key is None:
         return None
-    ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
     return api_key.user

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from chat.events import apublish
@@ -177,6 +177,14 @@ async def _research(
 
 async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research) -> None:
     """Answer one queued run to the end: exactly one `done` or `error` event is published."""
+    try:
+        await _execute(run_id, research)
+    finally:
+        # Outside a request nothing closes the worker thread's connection: do it once the run is over.
+        await sync_to_async(close_old_connections)()
+
+
+async def _execute(run_id: uuid.UUID, research: ResearchFn) -> None:
     channel = f"run-{run_id}"
     deltas = DeltaCoalescer(channel)
     sources: list[dict] = []

@@ -1,0 +1,106 @@
+"""`python manage.py ask "question" [--mode auto|quick|research]`: the research router from a terminal.
+
+It drives `run_research` directly, with no web request and no database: progress goes to stderr and the
+answer with its sources to stdout, so `ask "..." > answer.md` keeps just the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import get_args
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from chat.schemas import MAX_QUESTION_CHARS
+from chat.services.completions import format_sources
+from datascraper.errors import ResearchError
+from datascraper.research_engine import run_research
+from datascraper.schemas import (
+    DeltaEvent,
+    Mode,
+    PlanEvent,
+    ResearchQuery,
+    RoundEvent,
+    RunSummary,
+    Source,
+    SourcesEvent,
+    StatusEvent,
+    StepEvent,
+)
+
+STEP_MARKS = {"started": "…", "done": "✓", "failed": "✗", "fallback": "↻"}
+EXIT_INTERRUPTED = 130
+
+
+class Command(BaseCommand):
+    help = "Ask the research router a question; progress on stderr, the cited answer on stdout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question", help="The question, in quotes.")
+        parser.add_argument(
+            "--mode",
+            choices=get_args(Mode),
+            default="auto",
+            help="auto lets the analyzer decide; quick forces one search; research forces decomposition.",
+        )
+
+    def handle(self, *args: object, question: str, mode: Mode, **options: object) -> None:
+        question = question.strip()
+        if not question:
+            raise CommandError("The question must not be empty.")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise CommandError(f"The question must be at most {MAX_QUESTION_CHARS} characters.")
+        self.stderr.style_func = None  # progress is not an error: no red
+        try:
+            asyncio.run(self.ask(ResearchQuery(question=question, mode=mode)))
+        except KeyboardInterrupt:
+            raise CommandError("cancelled: interrupted", returncode=EXIT_INTERRUPTED) from None
+
+    async def ask(self, query: ResearchQuery) -> None:
+        sources: list[Source] = []
+        answered = False
+        try:
+            async for event in run_research(query):
+                if isinstance(event, DeltaEvent):
+                    answered = True
+                    self.stdout.write(event.text, ending="")
+                    self.stdout.flush()
+                elif isinstance(event, SourcesEvent):
+                    sources = event.sources
+                elif isinstance(event, RunSummary):
+                    self.progress(summary_line(event))
+                else:
+                    self.progress(progress_line(event))
+        except ResearchError as exc:
+            if answered:
+                self.stdout.write(format_sources(sources))
+            raise CommandError(f"{exc.code}: {exc.message}") from exc
+        self.stdout.write(format_sources(sources))
+
+    def progress(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()
+
+
+def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent) -> str:
+    """One line of stderr progress for a phase, the plan, a sub-question step or a research round."""
+    if isinstance(event, StatusEvent):
+        return f"» {event.label}" + (f" — {event.detail}" if event.detail else "")
+    if isinstance(event, PlanEvent):
+        if not event.needs_decomposition or not event.sub_questions:
+            return "  plan: answer directly"
+        lines = [f"  plan: {len(event.sub_questions)} sub-questions"]
+        lines += [f"    {sq.id}. {sq.question} [{sq.route}]" for sq in event.sub_questions]
+        return "\n".join(lines)
+    if isinstance(event, StepEvent):
+        timing = f", {event.elapsed_ms} ms" if event.state != "started" else ""
+        return f"  {STEP_MARKS[event.state]} {event.sub_question_id} {event.state} ({event.route}{timing})"
+    verdict = "complete" if event.complete else "gaps: " + ("; ".join(event.gaps) or "unnamed")
+    return f"  round {event.n}: {verdict}"
+
+
+def summary_line(summary: RunSummary) -> str:
+    usage = summary.usage.by_model.values()
+    tokens = sum(u.input_tokens + u.output_tokens for u in usage)
+    seconds = summary.timings.get("total_ms", 0) / 1000
+    return f"» done: {summary.mode} path, {seconds:.1f} s, {summary.usage.calls} model calls, {tokens} tokens"

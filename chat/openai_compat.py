@@ -1,0 +1,435 @@
+"""An OpenAI-compatible front door: `POST /v1/chat/completions` and `GET /v1/models`.
+
+Any OpenAI client (the official SDKs, chat UIs that take a base URL) can ask the research router
+questions with an API key. The views only translate: request → `start_completion` → the run's events →
+the Chat Completions wire format, with errors in OpenAI's `{"error": {...}}` shape so client SDKs raise
+their usual typed exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from functools import wraps
+from typing import Literal
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from chat.callers import Caller, bearer_token
+from chat.schemas import MAX_QUESTION_CHARS
+from chat.services.api_keys import authenticate_api_key
+from chat.services.completions import (
+    AnswerDelta,
+    AnswerFinished,
+    AnswerPiece,
+    CompletionFailed,
+    follow_answer,
+    start_completion,
+)
+from chat.services.runs import launch_run
+from datascraper.schemas import ChatTurn, Mode, UsageLedger
+
+logger = logging.getLogger(__name__)
+
+MODEL_ID = "finance-research"
+MODEL_OWNER = "finance-research-chat"
+MODEL_CREATED = 1767225600  # 2026-01-01: a fixed date, so the model list is stable between calls
+MAX_MESSAGES = 200
+MAX_HISTORY_TURN_CHARS = 32_000
+
+
+# --- errors ---------------------------------------------------------------------------------------------
+
+
+ErrorType = Literal["invalid_request_error", "authentication_error", "rate_limit_error", "server_error"]
+
+
+class OpenAIError(Exception):
+    """A failure answered in OpenAI's error shape; the official SDKs map the status to their exceptions."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: ErrorType = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+    def response(self) -> JsonResponse:
+        response = JsonResponse(self.body, status=self.status)
+        if self.status == 401:
+            response["WWW-Authenticate"] = "Bearer"
+        # A failed run already spent its own bounded retries upstream; an SDK retry would start (and pay
+        # for) a whole new research run, so tell the SDKs not to.
+        response["x-should-retry"] = "false"
+        return response
+
+
+# Run error codes (datascraper.errors and chat.services.runs) → HTTP status and OpenAI error type.
+_RUN_FAILURES: dict[str, tuple[int, ErrorType]] = {
+    "provider_not_configured": (503, "server_error"),
+    "rate_limited": (429, "rate_limit_error"),
+    "upstream_timeout": (504, "server_error"),
+    "cancelled": (409, "invalid_request_error"),
+    "internal_error": (500, "server_error"),
+}
+_UPSTREAM_FAILURE: tuple[int, ErrorType] = (502, "server_error")
+
+
+def run_failure_error(failure: CompletionFailed) -> OpenAIError:
+    status, error_type = _RUN_FAILURES.get(failure.code, _UPSTREAM_FAILURE)
+    return OpenAIError(status, failure.message, type=error_type, code=failure.code)
+
+
+View = Callable[..., Awaitable[HttpResponse]]
+
+
+def openai_errors(view: View) -> View:
+    """Answer `OpenAIError` in OpenAI's shape and anything unexpected as a 500 of the same shape."""
+
+    @wraps(view)
+    async def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return await view(request, *args, **kwargs)
+        except OpenAIError as exc:
+            return exc.response()
+        except Exception:
+            logger.exception("unhandled error on %s", request.path)
+            return OpenAIError(500, "Something went wrong on our side.", type="server_error").response()
+
+    return wrapper
+
+
+async def authenticate(request: HttpRequest) -> Caller:
+    """Bearer keys only: these endpoints never act on a browser session, so they need no CSRF check."""
+    token = bearer_token(request)
+    if not token:
+        raise OpenAIError(401, "Missing API key: send 'Authorization: Bearer <key>'.", code="invalid_api_key")
+    user = await sync_to_async(authenticate_api_key)(token)
+    if user is None:
+        raise OpenAIError(401, "The API key is revoked or unknown.", code="invalid_api_key")
+    return Caller(user_id=user.pk)
+
+
+def unknown_model(model: str) -> OpenAIError:
+    return OpenAIError(
+        404,
+        f"The model '{model[:100]}' does not exist; this server offers '{MODEL_ID}'.",
+        param="model",
+        code="model_not_found",
+    )
+
+
+# --- request --------------------------------------------------------------------------------------------
+
+
+class TextPart(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(BaseModel):
+    """One message of the request. Fields a research run has no use for (`name`, ...) are ignored."""
+
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[TextPart]
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(part.text for part in self.content)
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """The request body. Sampling options (`temperature`, `max_tokens`, ...) are accepted and ignored:
+    the research router chooses its own models and settings."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    mode: Mode = Field(default="auto", description="Extension: 'quick' or 'research' forces a path.")
+
+    @property
+    def include_usage(self) -> bool:
+        return self.stream_options is not None and self.stream_options.include_usage
+
+
+def parse_request(raw: bytes) -> ChatCompletionRequest:
+    try:
+        return ChatCompletionRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            raise OpenAIError(400, "We could not parse the JSON body of your request.") from exc
+        param = ".".join(str(part) for part in first["loc"]) or None
+        raise OpenAIError(400, f"{param}: {first['msg']}" if param else first["msg"], param=param) from exc
+
+
+def split_conversation(messages: list[ChatMessage]) -> tuple[list[ChatTurn], str]:
+    """The earlier user/assistant turns and the question: the last message, which must be the user's.
+
+    System and developer messages are dropped: the research router writes its own instructions.
+    """
+    last = len(messages) - 1
+    if messages[last].role != "user":
+        raise OpenAIError(400, "The last message must be a user message.", param=f"messages.{last}.role")
+    question = messages[last].text.strip()
+    if not question:
+        raise OpenAIError(400, "The question must not be empty.", param=f"messages.{last}.content")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise OpenAIError(
+            400, f"The question must be at most {MAX_QUESTION_CHARS} characters.", param=f"messages.{last}.content"
+        )
+    history: list[ChatTurn] = []
+    for index, message in enumerate(messages[:last]):
+        text = message.text.strip()
+        if message.role not in ("user", "assistant") or not text:
+            continue
+        if len(text) > MAX_HISTORY_TURN_CHARS:
+            raise OpenAIError(
+                400,
+                f"Earlier messages must be at most {MAX_HISTORY_TURN_CHARS} characters.",
+                param=f"messages.{index}.content",
+            )
+        history.append(ChatTurn(role=message.role, content=text))
+    return history, question
+
+
+# --- response -------------------------------------------------------------------------------------------
+
+
+class CompletionTokensDetails(BaseModel):
+    reasoning_tokens: int
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    completion_tokens_details: CompletionTokensDetails
+
+    @classmethod
+    def from_ledger(cls, ledger: UsageLedger) -> CompletionUsage:
+        """Summed over every model the run called; reasoning tokens are part of the completion tokens."""
+        prompt = sum(usage.input_tokens for usage in ledger.by_model.values())
+        completion = sum(usage.output_tokens for usage in ledger.by_model.values())
+        reasoning = sum(usage.reasoning_tokens for usage in ledger.by_model.values())
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            completion_tokens_details=CompletionTokensDetails(reasoning_tokens=reasoning),
+        )
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+    refusal: None = None
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: Literal["stop"] = "stop"
+    logprobs: None = None
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str = MODEL_ID
+    choices: list[Choice]
+    usage: CompletionUsage
+    system_fingerprint: None = None
+
+
+class ChoiceDelta(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChunkChoice(BaseModel):
+    index: int = 0
+    delta: ChoiceDelta
+    finish_reason: Literal["stop"] | None = None
+    logprobs: None = None
+
+    @field_serializer("delta")
+    def _only_present_fields(self, delta: ChoiceDelta) -> dict[str, str]:
+        # OpenAI sends `{"role": ...}` first and `{"content": ...}` after, never explicit nulls.
+        return delta.model_dump(exclude_none=True)
+
+
+class ChatCompletionChunk(BaseModel):
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str = MODEL_ID
+    choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: None = None
+
+
+class Model(BaseModel):
+    id: str = MODEL_ID
+    object: Literal["model"] = "model"
+    created: int = MODEL_CREATED
+    owned_by: str = MODEL_OWNER
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]
+
+
+def _json(model: BaseModel, status: int = 200) -> HttpResponse:
+    return HttpResponse(model.model_dump_json(), status=status, content_type="application/json")
+
+
+# --- views ----------------------------------------------------------------------------------------------
+
+
+@csrf_exempt
+@require_GET
+@openai_errors
+async def list_models(request: HttpRequest) -> HttpResponse:
+    await authenticate(request)
+    return _json(ModelList(data=[Model()]))
+
+
+@csrf_exempt
+@require_GET
+@openai_errors
+async def retrieve_model(request: HttpRequest, model: str) -> HttpResponse:
+    await authenticate(request)
+    if model != MODEL_ID:
+        raise unknown_model(model)
+    return _json(Model())
+
+
+@csrf_exempt
+@require_POST
+@openai_errors
+async def chat_completions(request: HttpRequest) -> HttpResponse:
+    caller = await authenticate(request)
+    body = parse_request(request.body)
+    if body.model != MODEL_ID:
+        raise unknown_model(body.model)
+    history, question = split_conversation(body.messages)
+    run = await sync_to_async(start_completion)(caller, history=history, question=question, mode=body.mode)
+    launch_run(run.id)
+    completion_id = f"chatcmpl-{run.id.hex}"
+    created = int(time.time())
+    pieces = follow_answer(run)
+    if not body.stream:
+        return await _complete(pieces, completion_id, created)
+    # Wait for the run's first event before committing to a 200 stream: a run that fails at once
+    # (no provider configured) then gets a proper HTTP error, which the SDKs raise from `create()`.
+    try:
+        first = await anext(pieces)
+    except CompletionFailed as exc:
+        raise run_failure_error(exc) from exc
+    response = StreamingHttpResponse(
+        _stream(first, pieces, completion_id, created, include_usage=body.include_usage),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def _complete(pieces: AsyncGenerator[AnswerPiece, None], completion_id: str, created: int) -> HttpResponse:
+    text = ""
+    try:
+        async for piece in pieces:
+            if isinstance(piece, AnswerDelta):
+                text += piece.text
+            elif isinstance(piece, AnswerFinished):
+                completion = ChatCompletion(
+                    id=completion_id,
+                    created=created,
+                    choices=[Choice(message=AssistantMessage(content=text + piece.sources_text))],
+                    usage=CompletionUsage.from_ledger(piece.usage),
+                )
+                return _json(completion)
+    except CompletionFailed as exc:
+        raise run_failure_error(exc) from exc
+    finally:
+        await pieces.aclose()
+    raise OpenAIError(502, "The run ended without an answer.", type="server_error", code="research_failed")
+
+
+def _frame(payload: BaseModel | dict[str, object] | str) -> str:
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump_json()
+    elif isinstance(payload, dict):
+        payload = json.dumps(payload)
+    return f"data: {payload}\n\n"
+
+
+async def _stream(
+    first: AnswerPiece,
+    pieces: AsyncGenerator[AnswerPiece, None],
+    completion_id: str,
+    created: int,
+    *,
+    include_usage: bool,
+) -> AsyncIterator[str]:
+    """Chunks in OpenAI's order: role, content deltas, sources, stop, usage (when asked), [DONE].
+
+    A failure mid-answer becomes an `error` frame, which the official SDKs raise as `APIError`.
+    """
+
+    def chunk(delta: ChoiceDelta, finish_reason: Literal["stop"] | None = None) -> str:
+        choice = ChunkChoice(delta=delta, finish_reason=finish_reason)
+        return _frame(ChatCompletionChunk(id=completion_id, created=created, choices=[choice]))
+
+    async def from_first() -> AsyncIterator[AnswerPiece]:
+        yield first
+        async for piece in pieces:
+            yield piece
+
+    yield chunk(ChoiceDelta(role="assistant", content=""))
+    try:
+        async for piece in from_first():
+            if piece is None:
+                yield ": keep-alive\n\n"  # an SSE comment: clients skip it, proxies see a live stream
+            elif isinstance(piece, AnswerDelta):
+                yield chunk(ChoiceDelta(content=piece.text))
+            else:
+                if piece.sources_text:
+                    yield chunk(ChoiceDelta(content=piece.sources_text))
+                yield chunk(ChoiceDelta(), finish_reason="stop")
+                if include_usage:
+                    usage = CompletionUsage.from_ledger(piece.usage)
+                    yield _frame(ChatCompletionChunk(id=completion_id, created=created, choices=[], usage=usage))
+                break
+    except CompletionFailed as exc:
+        yield _frame(run_failure_error(exc).body)
+    except Exception:
+        logger.exception("completion stream %s failed", completion_id)
+        yield _frame(OpenAIError(500, "Something went wrong on our side.", type="server_error").body)
+    finally:
+        await pieces.aclose()
+    yield _frame("[DONE]")

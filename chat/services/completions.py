@@ -1,0 +1,99 @@
+"""Answering an OpenAI-style chat completion with an ordinary research run.
+
+A completion is not a separate code path: the earlier turns become the messages of a new conversation,
+the last user message is posted with the same service the JSON API uses, and the answer is read back
+from the run's stored events. So every completion is visible in the caller's conversation list, is
+cancellable, and costs exactly what a chat-page question costs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from chat.callers import Caller
+from chat.events import KEEPALIVE, iter_run_events
+from chat.models import Message, ResearchRun
+from chat.services.conversations import create_conversation, post_user_message
+from datascraper.schemas import ChatTurn, Mode, Source, SourcesEvent, UsageLedger
+
+
+class CompletionFailed(Exception):
+    """The run ended with an `error` event; `code` and `message` are the event's, safe to show."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class AnswerDelta:
+    """A piece of the answer text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerFinished:
+    """The run is done: the numbered source list that follows the answer, and what the run cost."""
+
+    sources_text: str
+    usage: UsageLedger
+
+
+AnswerPiece = AnswerDelta | AnswerFinished | None
+"""What `follow_answer` yields. None: the run is alive but the answer is unchanged (a progress event, or a
+quiet period; see `iter_run_events`), so a streaming response can show life before the first word."""
+
+
+@transaction.atomic
+def start_completion(caller: Caller, *, history: Sequence[ChatTurn], question: str, mode: Mode) -> ResearchRun:
+    """Store the conversation the client sent and the run that answers its last question.
+
+    The history is stored in order before the question, so the run reads it as context exactly as it
+    would for a conversation held on the chat page.
+    """
+    conversation = create_conversation(caller)
+    for turn in history:
+        Message.objects.create(conversation=conversation, role=turn.role, content=turn.content)
+    return post_user_message(conversation, content=question, mode=mode)
+
+
+def format_sources(sources: Sequence[Source]) -> str:
+    """The numbered list that follows an answer, so `[n]` markers resolve in any plain-text client."""
+    if not sources:
+        return ""
+    lines = [f"[{source.n}] {source.title} — {source.url}" for source in sources]
+    return "\n\nSources:\n" + "\n".join(lines)
+
+
+async def _stored_usage(run_id: uuid.UUID) -> UsageLedger:
+    run = await ResearchRun.objects.only("usage").aget(pk=run_id)
+    return UsageLedger.model_validate(run.usage or {})
+
+
+async def follow_answer(run: ResearchRun) -> AsyncGenerator[AnswerPiece, None]:
+    """The run's answer as it is written, from its first stored event to its terminal one.
+
+    Raises `CompletionFailed` on the run's `error` event (a partial answer already yielded stays with
+    the caller to discard or keep).
+    """
+    sources: list[Source] = []
+    async for record in iter_run_events(run.channel, 0):
+        if record is KEEPALIVE:
+            yield None
+        elif record.type == "delta":
+            yield AnswerDelta(record.data["text"])
+        elif record.type == "sources":
+            sources = SourcesEvent.model_validate(record.data).sources
+        elif record.type == "error":
+            raise CompletionFailed(record.data["code"], record.data["message"])
+        elif record.type == "done":
+            yield AnswerFinished(sources_text=format_sources(sources), usage=await _stored_usage(run.pk))
+            return
+        else:
+            yield None

@@ -1,0 +1,344 @@
+"""One web-searched answer from the Responses API, streamed as cited text.
+
+The hosted `web_search` tool cites with inline markdown links placed after a sentence,
+`... 6%. ([reuters.com](https://...?utm_source=openai))`, and sends the matching `url_citation`
+annotation only after the text it spans. The answer must still reach the user as it is written, so the
+text passes through a `CitationRewriter` that holds back only what could be the start of such a link and
+replaces each complete link with a numbered `[n]` marker naming a `Source`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import date
+from enum import Enum
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import openai
+from openai.types.responses import ResponseStreamEvent
+from pydantic import BaseModel
+
+from datascraper import prompts
+from datascraper.errors import ResearchError, StreamInterrupted, UpstreamError
+from datascraper.llm import get_openai_client, model_kwargs, translate_error, usage_from_response
+from datascraper.models_config import get_research_config
+from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageLedger
+
+WEB_SEARCH_TOOL: dict[str, str] = {"type": "web_search"}
+
+
+class WebSearchResult(BaseModel):
+    """What one web-searched answer produced. `complete` is false when the stream broke off."""
+
+    text: str
+    sources: list[Source]
+    usage: ModelUsage
+    model: str
+    complete: bool
+
+
+# --- citations ------------------------------------------------------------------------------------------
+
+
+def clean_url(url: str) -> str:
+    """The URL without tracking parameters (`utm_source=openai` and kin): one page, one source."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(key, value) for key, value in params if not key.lower().startswith("utm_")]
+    if len(kept) == len(params):
+        return url
+    return urlunsplit(parts._replace(query=urlencode(kept)))
+
+
+class _Scan(Enum):
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    NOT_A_GROUP = "not_a_group"
+
+
+@dataclass(frozen=True)
+class _GroupScan:
+    state: _Scan
+    end: int = 0
+    links: tuple[tuple[str, str], ...] = ()
+
+
+_SEPARATORS = ",; "
+
+
+def _scan_citation_group(text: str) -> _GroupScan:
+    """Match `([label](url))` or `([a](u1), [b](u2))` at the start of `text` (which starts with `(`).
+
+    PARTIAL means `text` may still become a group once more text arrives.
+    """
+    n = len(text)
+    links: list[tuple[str, str]] = []
+    i = 1
+    while True:
+        if i == n:
+            return _GroupScan(_Scan.PARTIAL)
+        if text[i] != "[":
+            return _GroupScan(_Scan.NOT_A_GROUP)
+        label_end = i + 1
+        while label_end < n and text[label_end] not in "][\n":
+            label_end += 1
+        if label_end == n:
+            return _GroupScan(_Scan.PARTIAL)
+        if text[label_end] != "]" or label_end == i + 1:
+            return _GroupScan(_Scan.NOT_A_GROUP)
+        label = text[i + 1 : label_end]
+        i = label_end + 1
+        if i == n:
+            return _GroupScan(_Scan.PARTIAL)
+        if text[i] != "(":
+            return _GroupScan(_Scan.NOT_A_GROUP)
+        url_end = i + 1
+        while url_end < n and text[url_end] != ")" and not text[url_end].isspace():
+            url_end += 1
+        if url_end == n:
+            return _GroupScan(_Scan.PARTIAL)
+        url = text[i + 1 : url_end]
+        if text[url_end] != ")" or not url.startswith(("https://", "http://")):
+            return _GroupScan(_Scan.NOT_A_GROUP)
+        links.append((label, url))
+        i = url_end + 1
+        if i == n:
+            return _GroupScan(_Scan.PARTIAL)
+        if text[i] == ")":
+            return _GroupScan(_Scan.COMPLETE, i + 1, tuple(links))
+        separator_end = i
+        while separator_end < n and text[separator_end] in _SEPARATORS:
+            separator_end += 1
+        if separator_end == n:
+            return _GroupScan(_Scan.PARTIAL)
+        if separator_end == i or text[separator_end] != "[":
+            return _GroupScan(_Scan.NOT_A_GROUP)
+        i = separator_end
+
+
+@dataclass
+class _CitedPage:
+    n: int
+    url: str
+    title: str
+
+
+class CitationRewriter:
+    """Rewrites streamed answer text: each inline citation link becomes `[n]`, numbered per URL.
+
+    `feed` returns the text that is safe to show now. Only a segment that could still turn out to be a
+    citation link is held back, and never more than `max_held_chars` of it. Numbers start after
+    `source_offset` so a caller can merge the sources of several answers into one list.
+    """
+
+    def __init__(self, *, source_offset: int = 0, max_held_chars: int = 500) -> None:
+        self._next_n = source_offset + 1
+        self._max_held_chars = max_held_chars
+        self._held = ""
+        self._pages: dict[str, _CitedPage] = {}
+
+    def feed(self, text: str) -> str:
+        self._held += text
+        shown: list[str] = []
+        while self._held:
+            start = self._held.find("(")
+            if start == -1:
+                shown.append(self._held)
+                self._held = ""
+                break
+            shown.append(self._held[:start])
+            self._held = self._held[start:]
+            scan = _scan_citation_group(self._held)
+            if scan.state is _Scan.COMPLETE:
+                numbers = dict.fromkeys(self.cite(url, label, from_link=True) for label, url in scan.links)
+                shown.append("".join(f"[{n}]" for n in numbers))
+                self._held = self._held[scan.end :]
+            elif scan.state is _Scan.PARTIAL:
+                if len(self._held) > self._max_held_chars:
+                    shown.append(self._held)
+                    self._held = ""
+                break
+            else:
+                shown.append("(")
+                self._held = self._held[1:]
+        return "".join(shown)
+
+    def flush(self) -> str:
+        """Whatever is still held back, as plain text: the answer ended without closing it."""
+        held, self._held = self._held, ""
+        return held
+
+    def cite(self, url: str, title: str, *, from_link: bool = False) -> int:
+        """The number of `url`'s source, registering it if new.
+
+        A link only carries the domain as its label; the annotation's page title replaces it.
+        """
+        key = clean_url(url)
+        page = self._pages.get(key)
+        if page is None:
+            page = self._pages[key] = _CitedPage(n=self._next_n, url=key, title=title)
+            self._next_n += 1
+        elif not from_link and title:
+            page.title = title
+        return page.n
+
+    @property
+    def sources(self) -> list[Source]:
+        return [Source(n=p.n, title=p.title, url=p.url, kind="web") for p in self._pages.values()]
+
+
+# --- the streamed call ----------------------------------------------------------------------------------
+
+
+class WebSearchStream:
+    """One web-searched answer, iterated as `DeltaEvent`s while the model writes it.
+
+    After iteration `result` holds the text, sources and usage. When the answer fails part way, iteration
+    first yields whatever text was held back, then raises the named error; `result` then describes the
+    partial answer (`complete=False`), which is exactly the text the deltas carried.
+    """
+
+    def __init__(
+        self,
+        question: str,
+        *,
+        history: Sequence[ChatTurn] = (),
+        instructions: str | None = None,
+        model: str | None = None,
+        ledger: UsageLedger | None = None,
+        source_offset: int = 0,
+        today: date | None = None,
+    ) -> None:
+        self.model = model or get_research_config().research_model
+        self._question = question
+        self._history = tuple(history)
+        self._instructions = prompts.with_today(
+            instructions or prompts.QUICK_ANSWER_INSTRUCTIONS, today or date.today()
+        )
+        self._ledger = ledger
+        self._rewriter = CitationRewriter(source_offset=source_offset)
+        self._text: list[str] = []
+        self._usage = ModelUsage(calls=1)
+        self._complete = False
+        self._started = False
+
+    @property
+    def result(self) -> WebSearchResult:
+        return WebSearchResult(
+            text="".join(self._text),
+            sources=self._rewriter.sources,
+            usage=self._usage,
+            model=self.model,
+            complete=self._complete,
+        )
+
+    async def __aiter__(self) -> AsyncIterator[DeltaEvent]:
+        if self._started:
+            raise RuntimeError("A WebSearchStream can be iterated only once.")
+        self._started = True
+        client = get_openai_client()
+        try:
+            # `aclosing`: a consumer that stops early closes the HTTP stream now, not at garbage collection.
+            async with aclosing(self._deltas(client)) as deltas:
+                async for delta in deltas:
+                    yield delta
+        finally:
+            # Also when the consumer stops early: the call was made and may have cost tokens.
+            if self._ledger is not None:
+                self._ledger.record(self.model, self._usage)
+
+    async def _deltas(self, client: openai.AsyncOpenAI) -> AsyncIterator[DeltaEvent]:
+        try:
+            stream = await client.responses.create(
+                model=self.model,
+                instructions=self._instructions,
+                input=self._input(),
+                tools=[WEB_SEARCH_TOOL],
+                stream=True,
+                **model_kwargs(self.model, web_search=True),
+            )
+        except (openai.OpenAIError, TimeoutError) as exc:
+            raise translate_error(exc) from exc
+
+        failure: ResearchError | None = None
+        cause: BaseException | None = None
+        try:
+            async with stream:
+                async for event in stream:
+                    shown = self._on_event(event)
+                    if shown:
+                        yield self._show(shown)
+        except ResearchError as exc:
+            failure = exc
+        except (openai.OpenAIError, TimeoutError) as exc:
+            failure, cause = StreamInterrupted(), exc
+        held = self._rewriter.flush()
+        if held:
+            yield self._show(held)
+        if failure is None and not self._complete:
+            failure = StreamInterrupted("The answer stream ended before the answer was complete.")
+        if failure is not None:
+            raise failure from cause
+
+    def _input(self) -> list[dict[str, str]]:
+        turns = [{"role": turn.role, "content": turn.content} for turn in self._history]
+        return [*turns, {"role": "user", "content": self._question}]
+
+    def _show(self, text: str) -> DeltaEvent:
+        self._text.append(text)
+        return DeltaEvent(text=text)
+
+    def _on_event(self, event: ResponseStreamEvent) -> str:
+        """Text to show for one stream event; raises the named error for a failure event."""
+        kind = event.type
+        if kind == "response.output_text.delta":
+            return self._rewriter.feed(event.delta)
+        if kind == "response.output_text.annotation.added":
+            annotation = event.annotation
+            if annotation is not None and annotation.type == "url_citation":
+                self._rewriter.cite(annotation.url, annotation.title)
+            return ""
+        if kind == "response.output_text.done":
+            return self._rewriter.flush()
+        if kind == "response.completed":
+            self._usage = usage_from_response(event.response.usage)
+            self._complete = True
+            return self._rewriter.flush()
+        if kind == "response.failed":
+            self._usage = usage_from_response(event.response.usage)
+            raise UpstreamError("The model provider failed while writing the answer.")
+        if kind == "response.incomplete":
+            self._usage = usage_from_response(event.response.usage)
+            details = event.response.incomplete_details
+            reason = details.reason if details is not None and details.reason else "unknown"
+            raise StreamInterrupted(f"The model stopped before finishing the answer (reason: {reason}).")
+        if kind == "error":
+            raise StreamInterrupted("The model provider reported an error while writing the answer.")
+        return ""
+
+
+async def search_web(
+    question: str,
+    *,
+    instructions: str | None = None,
+    model: str | None = None,
+    ledger: UsageLedger | None = None,
+    source_offset: int = 0,
+) -> WebSearchResult:
+    """A web-searched answer to one research sub-question, returned whole.
+
+    Raises the named error on failure; a caller that wants the partial answer iterates a
+    `WebSearchStream` itself and reads its `result`.
+    """
+    stream = WebSearchStream(
+        question,
+        instructions=instructions or prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
+        model=model,
+        ledger=ledger,
+        source_offset=source_offset,
+    )
+    async for _ in stream:
+        pass
+    return stream.result

@@ -1,0 +1,285 @@
+"""A web-searched answer streams as text with `[n]` markers that resolve to numbered web sources."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from contextlib import aclosing
+from datetime import date
+
+import pytest
+
+from datascraper import prompts
+from datascraper.errors import (
+    ProviderNotConfigured,
+    StreamInterrupted,
+    UpstreamError,
+    UpstreamRateLimited,
+    UpstreamTimeout,
+)
+from datascraper.openai_search import CitationRewriter, WebSearchStream, clean_url, search_web
+from datascraper.schemas import ChatTurn, ModelUsage, Source, UsageLedger
+from tests.fakes.openai_server import ErrorReply, Sentence, TextReply, Usage, render_cited_text
+
+REUTERS = ("https://www.reuters.com/markets/us/apple-results-2025", "Apple beats estimates | Reuters")
+FT = ("https://www.ft.com/content/apple?ref=home", "Apple services growth - FT")
+CNBC = ("https://www.cnbc.com/2025/10/30/apple-earnings.html", "Apple earnings - CNBC")
+APPLE_SENTENCES = [
+    Sentence("Apple's revenue rose 6% to $94.9 billion in fiscal Q4 2025.", cites=[REUTERS]),
+    Sentence("Services revenue reached a record $27.4 billion.", cites=[FT, REUTERS]),
+    Sentence("Shares rose 2% after hours.", cites=[CNBC]),
+]
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+async def collect(stream: WebSearchStream) -> str:
+    return "".join([delta.text async for delta in stream])
+
+
+# --- the citation rewriter --------------------------------------------------------------------------------
+
+
+def rewrite_in_chunks(raw: str, size: int, rewriter: CitationRewriter | None = None) -> str:
+    rewriter = rewriter or CitationRewriter()
+    shown = "".join(rewriter.feed(raw[i : i + size]) for i in range(0, len(raw), size))
+    return shown + rewriter.flush()
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 50, 10_000])
+def test_links_become_markers_however_the_text_is_split(size):
+    raw, _ = render_cited_text(APPLE_SENTENCES)
+
+    assert rewrite_in_chunks(raw, size) == (
+        "Apple's revenue rose 6% to $94.9 billion in fiscal Q4 2025. [1] "
+        "Services revenue reached a record $27.4 billion. [2] [1] "
+        "Shares rose 2% after hours. [3]"
+    )
+
+
+def test_sources_are_deduplicated_by_url_without_tracking_parameters():
+    rewriter = CitationRewriter()
+    rewrite_in_chunks(render_cited_text(APPLE_SENTENCES)[0], 5, rewriter)
+
+    assert rewriter.sources == [
+        Source(n=1, title="reuters.com", url=REUTERS[0], kind="web"),
+        Source(n=2, title="ft.com", url=FT[0], kind="web"),
+        Source(n=3, title="cnbc.com", url=CNBC[0], kind="web"),
+    ]
+
+
+def test_annotation_title_replaces_the_link_label_and_numbers_start_after_the_offset():
+    rewriter = CitationRewriter(source_offset=4)
+    shown = rewriter.feed("Rates held. ([federalreserve.gov](https://www.federalreserve.gov/x?utm_source=openai))")
+    rewriter.cite("https://www.federalreserve.gov/x?utm_source=openai", "FOMC statement")
+
+    assert shown == "Rates held. [5]"
+    assert rewriter.sources == [Source(n=5, title="FOMC statement", url="https://www.federalreserve.gov/x", kind="web")]
+
+
+def test_a_group_of_links_in_one_parenthesis_becomes_consecutive_markers():
+    rewriter = CitationRewriter()
+    shown = rewriter.feed("Up 3%. ([a.com](https://a.com/1), [b.com](https://b.com/2)) Next.")
+
+    assert shown == "Up 3%. [1][2] Next."
+
+
+def test_plain_parentheses_and_links_are_shown_at_once():
+    rewriter = CitationRewriter()
+
+    assert rewriter.feed("EPS (diluted) was $1.85 ") == "EPS (diluted) was $1.85 "
+    assert rewriter.feed("(see [the filing](https://sec.gov/x) below)") == "(see [the filing](https://sec.gov/x) below)"
+    assert rewriter.feed("([not a url](ftp://x)) done") == "([not a url](ftp://x)) done"
+    assert rewriter.sources == []
+
+
+def test_only_a_possible_link_is_held_back_and_only_up_to_the_bound():
+    rewriter = CitationRewriter(max_held_chars=40)
+
+    assert rewriter.feed("Revenue rose. ([reuters.com](https://www.reut") == "Revenue rose. "
+    assert rewriter.feed("ers.com/a)) More") == "[1] More"
+    assert rewriter.feed(" text ([x](https://example.com/" + "a" * 40) == " text ([x](https://example.com/" + "a" * 40
+    assert rewriter.flush() == ""
+
+
+def test_tracking_parameters_are_stripped_and_others_kept():
+    assert clean_url("https://x.com/a?id=3&utm_source=openai&utm_medium=x") == "https://x.com/a?id=3"
+    assert clean_url("https://x.com/a?utm_source=openai") == "https://x.com/a"
+
+
+# --- the streamed call ------------------------------------------------------------------------------------
+
+
+async def test_answer_streams_with_markers_that_all_resolve_and_collects_usage(fake_openai):
+    fake_openai.script(TextReply(APPLE_SENTENCES, usage=Usage(input_tokens=800, output_tokens=120)))
+    ledger = UsageLedger()
+    stream = WebSearchStream("How did Apple do last quarter?", ledger=ledger)
+
+    text = await collect(stream)
+
+    result = stream.result
+    assert result.complete and result.text == text
+    assert "](" not in text and "utm_source" not in text
+    assert {int(n) for n in MARKER.findall(text)} == {s.n for s in result.sources} == {1, 2, 3}
+    assert [(s.n, s.title, s.url) for s in result.sources] == [
+        (1, REUTERS[1], REUTERS[0]),
+        (2, FT[1], FT[0]),
+        (3, CNBC[1], CNBC[0]),
+    ]
+    assert result.usage == ModelUsage(calls=1, input_tokens=800, output_tokens=120)
+    assert ledger.by_model == {"gpt-5.2-chat-latest": result.usage}
+
+
+async def test_text_is_yielded_while_the_answer_is_still_being_written(fake_openai):
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=12, delta_delay=0.01))
+    stream = WebSearchStream("How did Apple do?")
+    deltas_before_end = 0
+
+    async for delta in stream:
+        if fake_openai.requests[0].ended_at is None:
+            deltas_before_end += 1
+
+    assert deltas_before_end > 5
+
+
+async def test_request_uses_hosted_web_search_with_history_and_todays_date(fake_openai):
+    history = [ChatTurn(role="user", content="Tell me about Apple."), ChatTurn(role="assistant", content="Apple...")]
+
+    await collect(WebSearchStream("And its margins?", history=history, today=date(2025, 11, 3)))
+
+    (request,) = fake_openai.requests
+    assert request.model == "gpt-5.2-chat-latest"
+    assert request.stream and request.body["tools"] == [{"type": "web_search"}]
+    assert "reasoning" not in request.body and "temperature" not in request.body
+    assert request.body["input"] == [
+        {"role": "user", "content": "Tell me about Apple."},
+        {"role": "assistant", "content": "Apple..."},
+        {"role": "user", "content": "And its margins?"},
+    ]
+    assert request.instructions.startswith(prompts.QUICK_ANSWER_INSTRUCTIONS)
+    assert "Monday, November 3, 2025 (2025-11-03)" in request.instructions
+
+
+async def test_reasoning_model_searches_with_low_effort_and_no_temperature(fake_openai):
+    await collect(WebSearchStream("q", model="gpt-5-mini"))
+
+    request = fake_openai.requests[0]
+    assert request.body["reasoning"] == {"effort": "low"}
+    assert "temperature" not in request.body
+
+
+async def test_search_web_returns_the_whole_result_numbered_after_the_offset(fake_openai):
+    fake_openai.script(TextReply(APPLE_SENTENCES[:1]))
+    ledger = UsageLedger()
+
+    result = await search_web("Apple Q4 revenue", ledger=ledger, source_offset=3, model="gpt-5-mini")
+
+    assert result.text.endswith("fiscal Q4 2025. [4]")
+    assert result.sources == [Source(n=4, title=REUTERS[1], url=REUTERS[0], kind="web")]
+    assert result.model == "gpt-5-mini" and ledger.calls == 1
+    assert fake_openai.requests[0].instructions.startswith(prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS)
+
+
+async def test_consumer_stopping_early_closes_the_call_and_still_counts_it(fake_openai):
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=4, delta_delay=0.05))
+    ledger = UsageLedger()
+    stream = WebSearchStream("q", ledger=ledger)
+
+    async with aclosing(stream.__aiter__()) as deltas:
+        async for _ in deltas:
+            break
+
+    for _ in range(50):
+        if fake_openai.requests[0].ended_at is not None:
+            break
+        await asyncio.sleep(0.02)
+    assert fake_openai.requests[0].ended_at is not None  # the fake saw the client go away
+    assert ledger.calls == 1 and not stream.result.complete
+
+
+# --- failures ---------------------------------------------------------------------------------------------
+
+
+async def test_rate_limit_raises_upstream_rate_limited_after_the_retries(fake_openai, research_env):
+    research_env(RESEARCH_MAX_RETRIES="2")
+    fake_openai.script(ErrorReply(429), times=3)
+    ledger = UsageLedger()
+
+    with pytest.raises(UpstreamRateLimited):
+        await search_web("q", ledger=ledger)
+
+    assert len(fake_openai.requests) == 3
+    assert ledger.calls == 1
+
+
+async def test_server_error_raises_upstream_error(fake_openai, research_env):
+    research_env(RESEARCH_MAX_RETRIES="1")
+    fake_openai.set_default(ErrorReply(500))
+
+    with pytest.raises(UpstreamError):
+        await search_web("q")
+
+    assert len(fake_openai.requests) == 2
+
+
+async def test_slow_first_byte_raises_upstream_timeout(fake_openai, research_env):
+    research_env(RESEARCH_REQUEST_TIMEOUT="0.2", RESEARCH_MAX_RETRIES="0")
+    fake_openai.script(TextReply(first_byte_delay=2))
+
+    with pytest.raises(UpstreamTimeout):
+        await search_web("q")
+
+
+async def test_broken_stream_raises_stream_interrupted_and_keeps_the_partial_answer(fake_openai):
+    raw, _ = render_cited_text(APPLE_SENTENCES)
+    cut = raw.index("Services") + len("Services rev")
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=cut, interrupt="drop", after_deltas=1))
+    stream = WebSearchStream("q")
+    shown: list[str] = []
+
+    with pytest.raises(StreamInterrupted):
+        async for delta in stream:
+            shown.append(delta.text)
+
+    partial = stream.result
+    assert not partial.complete
+    assert partial.text == "".join(shown)
+    assert partial.text == "Apple's revenue rose 6% to $94.9 billion in fiscal Q4 2025. [1] Services rev"
+    assert partial.sources == [Source(n=1, title=REUTERS[1], url=REUTERS[0], kind="web")]
+
+
+async def test_stream_cut_inside_a_link_shows_the_held_text_before_failing(fake_openai):
+    raw, _ = render_cited_text(APPLE_SENTENCES)
+    cut = raw.index("([reuters.com]") + 10
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=cut, interrupt="drop", after_deltas=1))
+    stream = WebSearchStream("q")
+
+    with pytest.raises(StreamInterrupted):
+        await collect(stream)
+
+    assert stream.result.text == raw[:cut]
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "error"),
+    [("failed", UpstreamError), ("incomplete", StreamInterrupted), ("error", StreamInterrupted)],
+)
+async def test_failure_events_raise_named_errors_with_partial_text(fake_openai, interrupt, error):
+    fake_openai.script(TextReply(["Apple's revenue rose 6%."], chunk_chars=5, interrupt=interrupt, after_deltas=2))
+    stream = WebSearchStream("q")
+
+    with pytest.raises(error):
+        await collect(stream)
+
+    assert stream.result.text == "Apple's re"
+    assert not stream.result.complete
+
+
+async def test_missing_key_raises_provider_not_configured_without_calling(fake_openai, monkeypatch, research_env):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    research_env()
+    ledger = UsageLedger()
+
+    with pytest.raises(ProviderNotConfigured):
+        await search_web("q", ledger=ledger)
+
+    assert fake_openai.requests == [] and ledger.calls == 0

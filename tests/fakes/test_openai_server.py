@@ -1,0 +1,275 @@
+"""The fake OpenAI server speaks the Responses API as the real openai SDK expects it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import typing
+from typing import Any, Literal
+
+import httpx2
+import openai
+import pytest
+from openai import AsyncOpenAI
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import BaseModel
+
+from tests.fakes.openai_server import (
+    ErrorReply,
+    FakeOpenAIServer,
+    JsonReply,
+    Sentence,
+    TextReply,
+    Usage,
+    input_contains,
+    model_is,
+    wants_structured_output,
+)
+
+REUTERS = ("https://www.reuters.com/markets/us/apple-results-2025", "Apple beats estimates | Reuters")
+FT = ("https://www.ft.com/content/apple", "Apple services growth - FT")
+CITED = TextReply(
+    [
+        Sentence("Apple's revenue rose 6% to $94.9 billion in the quarter.", cites=[REUTERS]),
+        Sentence("Services set a record.", cites=[FT, REUTERS]),
+    ],
+    usage=Usage(input_tokens=300, output_tokens=90, reasoning_tokens=20, cached_tokens=100),
+)
+
+EVENT_TYPES: dict[str, type[BaseModel]] = {
+    typing.get_args(cls.model_fields["type"].annotation)[0]: cls
+    for cls in typing.get_args(typing.get_args(ResponseStreamEvent)[0])
+}
+
+
+def client_for(fake: FakeOpenAIServer, **options: Any) -> AsyncOpenAI:
+    return AsyncOpenAI(api_key="test-key", base_url=fake.base_url, **options)
+
+
+async def raw_stream(fake: FakeOpenAIServer, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE frames of one streamed request, as (event, data) pairs."""
+    frames: list[tuple[str, dict[str, Any]]] = []
+    async with httpx2.AsyncClient(timeout=10) as http:
+        async with http.stream("POST", f"{fake.base_url}/responses", json={**body, "stream": True}) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            event = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    frames.append((event, json.loads(line.removeprefix("data: "))))
+    return frames
+
+
+async def test_stream_follows_the_real_event_order_and_every_event_validates_strictly(fake_openai):
+    fake_openai.script(CITED)
+    frames = await raw_stream(
+        fake_openai, {"model": "gpt-5-mini", "input": "Apple results?", "tools": [{"type": "web_search"}],
+                      "reasoning": {"effort": "low"}}
+    )
+
+    for event, data in frames:
+        assert event == data["type"]
+        EVENT_TYPES[data["type"]].model_validate(data)  # required fields present, types right
+    assert [data["sequence_number"] for _, data in frames] == list(range(len(frames)))
+    kinds = [event for event, _ in frames]
+    first_delta = kinds.index("response.output_text.delta")
+    assert kinds[:first_delta] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",  # reasoning
+        "response.output_item.done",
+        "response.output_item.added",  # web_search_call
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done",
+        "response.output_item.added",  # message
+        "response.content_part.added",
+    ]
+    assert kinds[-6:] == [
+        "response.output_text.delta",
+        "response.output_text.annotation.added",  # the answer ends with a cited link
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert kinds.count("response.output_text.annotation.added") == 3
+
+
+async def test_sdk_parses_the_stream_and_annotations_span_the_inline_links_after_their_deltas(fake_openai):
+    fake_openai.script(CITED)
+    client = client_for(fake_openai)
+    stream = await client.responses.create(
+        model="gpt-5.2-chat-latest", input="Apple results?", tools=[{"type": "web_search"}], stream=True
+    )
+    text = ""
+    annotations = []
+    async with stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                text += event.delta
+            elif event.type == "response.output_text.annotation.added":
+                annotation = event.annotation
+                # It cites text that has already arrived.
+                assert annotation.end_index <= len(text)
+                annotations.append(annotation)
+            elif event.type == "response.completed":
+                completed = event.response
+
+    assert completed.output_text == text
+    assert completed.usage.input_tokens == 300
+    assert completed.usage.output_tokens_details.reasoning_tokens == 20
+    assert completed.usage.input_tokens_details.cached_tokens == 100
+    assert completed.usage.total_tokens == 390
+    assert [(a.url, a.title) for a in annotations] == [
+        (REUTERS[0] + "?utm_source=openai", REUTERS[1]),
+        (FT[0] + "?utm_source=openai", FT[1]),
+        (REUTERS[0] + "?utm_source=openai", REUTERS[1]),
+    ]
+    first = annotations[0]
+    assert text[first.start_index : first.end_index] == (
+        f"([reuters.com]({REUTERS[0]}?utm_source=openai))"
+    )
+    assert text.startswith("Apple's revenue rose 6% to $94.9 billion in the quarter. ([reuters.com](")
+    message = completed.output[-1]
+    assert [a.url for a in message.content[0].annotations] == [a.url for a in annotations]
+
+
+async def test_non_streaming_reply_is_a_strictly_valid_response_object(fake_openai):
+    fake_openai.script(CITED)
+    async with httpx2.AsyncClient(timeout=10) as http:
+        reply = await http.post(
+            f"{fake_openai.base_url}/responses",
+            json={"model": "gpt-5.2-chat-latest", "input": "q", "tools": [{"type": "web_search"}]},
+        )
+    assert reply.status_code == 200
+    response = Response.model_validate(reply.json())
+    assert response.status == "completed"
+    assert [item.type for item in response.output] == ["web_search_call", "message"]
+    assert "([reuters.com](" in response.output_text
+    assert response.usage is not None and response.usage.output_tokens == 90
+
+
+class Finding(BaseModel):
+    complete: bool
+    score: int
+    gaps: list[str]
+    kind: Literal["numerical", "qualitative"]
+    note: str | None
+
+
+async def test_structured_reply_is_parsed_by_responses_parse(fake_openai):
+    fake_openai.script(
+        JsonReply({"complete": True, "score": 9, "gaps": [], "kind": "numerical", "note": None}),
+        when=wants_structured_output,
+    )
+    parsed = await client_for(fake_openai).responses.parse(model="gpt-5-mini", input="judge", text_format=Finding)
+
+    assert parsed.output_parsed == Finding(complete=True, score=9, gaps=[], kind="numerical", note=None)
+    assert fake_openai.requests[0].text_format["type"] == "json_schema"
+
+
+async def test_unscripted_structured_request_gets_the_smallest_answer_its_schema_allows(fake_openai):
+    parsed = await client_for(fake_openai).responses.parse(model="gpt-5-mini", input="judge", text_format=Finding)
+
+    assert parsed.output_parsed == Finding(complete=False, score=0, gaps=[], kind="numerical", note=None)
+
+
+async def test_unscripted_text_request_gets_a_short_cited_answer(fake_openai):
+    response = await client_for(fake_openai).responses.create(model="gpt-5.2-chat-latest", input="anything")
+
+    assert "([example.com](https://www.example.com/" in response.output_text
+
+
+async def test_scripted_replies_are_used_in_order_by_predicate_then_the_default(fake_openai):
+    fake_openai.script(TextReply(["for the planner"]), when=model_is("gpt-5-mini"))
+    fake_openai.script(TextReply(["about tesla"]), when=input_contains("TSLA"), times=2)
+    fake_openai.script(TextReply(["first come"]))
+    client = client_for(fake_openai)
+
+    async def answer(model: str, question: str) -> str:
+        return (await client.responses.create(model=model, input=question)).output_text
+
+    assert await answer("gpt-5.2-chat-latest", "TSLA deliveries?") == "about tesla"
+    assert await answer("gpt-5.2-chat-latest", "AAPL?") == "first come"
+    assert await answer("gpt-5-mini", "TSLA?") == "for the planner"
+    assert await answer("gpt-5-mini", "tsla margins") == "about tesla"
+    assert "default answer" in await answer("gpt-5-mini", "TSLA again")
+    assert fake_openai.pending() == 0
+
+
+async def test_http_error_reply_carries_openai_error_body_and_makes_sdk_retries_immediate(fake_openai):
+    fake_openai.script(ErrorReply(429), times=3)
+    started = time.monotonic()
+
+    with pytest.raises(openai.RateLimitError) as raised:
+        await client_for(fake_openai, max_retries=2).responses.create(model="gpt-5-mini", input="q")
+
+    assert time.monotonic() - started < 1  # the SDK's own backoff would take about 1.5 s
+    assert raised.value.body["code"] == "rate_limit_exceeded"
+    assert [r.status for r in fake_openai.requests] == [429, 429, 429]
+
+
+async def test_broken_stream_drops_the_connection_after_the_scripted_deltas(fake_openai):
+    fake_openai.script(TextReply(chunk_chars=4, interrupt="drop", after_deltas=3))
+    stream = await client_for(fake_openai).responses.create(model="gpt-5-mini", input="q", stream=True)
+    deltas = []
+
+    with pytest.raises(openai.APIConnectionError):
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+
+    assert deltas == ["This", " is ", "the "]
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "last_type"),
+    [("failed", "response.failed"), ("incomplete", "response.incomplete"), ("error", "error")],
+)
+async def test_failure_events_end_the_stream_and_validate_strictly(fake_openai, interrupt, last_type):
+    fake_openai.script(TextReply(interrupt=interrupt, after_deltas=2))
+    frames = await raw_stream(fake_openai, {"model": "gpt-5-mini", "input": "q"})
+
+    assert frames[-1][0] == last_type
+    EVENT_TYPES[last_type].model_validate(frames[-1][1])
+    assert [event for event, _ in frames].count("response.output_text.delta") == 2
+
+
+async def test_requests_are_recorded_without_the_key_and_with_their_timing(fake_openai):
+    fake_openai.script(TextReply(first_byte_delay=0.2))
+    await client_for(fake_openai).responses.create(
+        model="gpt-5.2-chat-latest", input="q", temperature=0.2, tools=[{"type": "web_search"}]
+    )
+
+    (request,) = fake_openai.requests
+    assert request.path == "/v1/responses"
+    assert request.headers["authorization"] == "Bearer <redacted>"
+    assert "test-key" not in json.dumps(request.headers)
+    assert request.body["temperature"] == 0.2
+    assert request.has_web_search and not request.stream
+    assert request.ended_at - request.started_at >= 0.2
+
+
+async def test_concurrent_requests_are_seen_overlapping(fake_openai):
+    fake_openai.set_default(TextReply(["slow"], first_byte_delay=0.3))
+    client = client_for(fake_openai)
+
+    await asyncio.gather(*(client.responses.create(model="gpt-5-mini", input=f"q{i}") for i in range(3)))
+
+    assert fake_openai.max_concurrency() == 3
+    first, second, _ = fake_openai.requests
+    assert first.overlaps(second)
+
+
+async def test_scripted_json_that_breaks_the_request_schema_is_reported_by_the_fake():
+    with FakeOpenAIServer() as fake:
+        fake.script(JsonReply({"complete": "yes"}))
+        response = await client_for(fake).responses.parse(
+            model="gpt-5-mini", input="judge", text_format=Finding, parse_as=None
+        )
+    assert response.output_text == '{"complete": "yes"}'
+    assert len(fake.errors) == 1 and "schema" in fake.errors[0]
