@@ -1,0 +1,403 @@
+"""Typed market data: what each MCP tool returns, and the finding the research engine receives.
+
+Every tool result carries the symbol, the currency, the time the data describes (`as_of`), when it was
+fetched and the Yahoo Finance page it came from, so an answer can cite it. Non-finite numbers are
+rejected at validation (`allow_inf_nan=False`): the adapter turns them into `None` first, so NaN and
+inf never reach JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from datascraper.schemas import MarketDataKind, Source
+
+ToolName = Literal[
+    "get_quote",
+    "get_price_history",
+    "get_financial_statement",
+    "get_earnings",
+    "get_analyst_ratings",
+    "get_company_profile",
+    "get_news",
+]
+StatementKind = Literal["income", "balance", "cash_flow"]
+StatementFrequency = Literal["annual", "quarterly", "ttm"]
+HistoryPeriod = Literal["1d", "5d", "1mo", "3mo", "6mo", "1y", "2y", "5y", "10y", "ytd", "max"]
+HistoryInterval = Literal["1m", "2m", "5m", "15m", "30m", "60m", "90m", "1h", "1d", "5d", "1wk", "1mo", "3mo"]
+ErrorCode = Literal[
+    "invalid_symbol",
+    "invalid_argument",
+    "no_data",
+    "rate_limited",
+    "upstream_error",
+    "timeout",
+]
+
+# How many statement lines and history bars a summary shows; the payload itself keeps everything.
+_SUMMARY_STATEMENT_LINES = 15
+_SUMMARY_HISTORY_BARS = 12
+_KEY_STATEMENT_LINES = (
+    "TotalRevenue",
+    "GrossProfit",
+    "OperatingIncome",
+    "EBITDA",
+    "NetIncome",
+    "DilutedEPS",
+    "TotalAssets",
+    "TotalLiabilitiesNetMinorityInterest",
+    "StockholdersEquity",
+    "TotalDebt",
+    "CashAndCashEquivalents",
+    "OperatingCashFlow",
+    "CapitalExpenditure",
+    "FreeCashFlow",
+)
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
+
+
+class MarketDataResult(_Data):
+    """Fields shared by every tool result: what an answer needs to cite the figures."""
+
+    symbol: str
+    currency: str | None = None
+    as_of: datetime | None = Field(
+        default=None,
+        description="The time the data describes: the last bar, the period end, the newest article; for "
+        "quotes, ratings and profiles, which Yahoo does not date, the retrieval time.",
+    )
+    retrieved_at: datetime = Field(description="When the data was fetched from Yahoo Finance.")
+    url: str = Field(description="The Yahoo Finance page showing this data.")
+    source: Literal["Yahoo Finance"] = "Yahoo Finance"
+    notes: list[str] = Field(default_factory=list, description="Caveats, such as down-sampling.")
+
+    def summary_lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def summary_text(self) -> str:
+        """A compact rendering of the figures for the synthesizer prompt."""
+        lines = [*self.summary_lines(), *(f"note: {note}" for note in self.notes)]
+        return "\n".join(f"  {line}" for line in lines)
+
+
+class Quote(MarketDataResult):
+    price: float | None = None
+    previous_close: float | None = None
+    change: float | None = None
+    change_percent: float | None = None
+    open: float | None = None
+    day_high: float | None = None
+    day_low: float | None = None
+    volume: int | None = None
+    market_cap: float | None = None
+    year_high: float | None = None
+    year_low: float | None = None
+    fifty_day_average: float | None = None
+    two_hundred_day_average: float | None = None
+    exchange: str | None = None
+    quote_type: str | None = None
+
+    def summary_lines(self) -> list[str]:
+        return [
+            f"price {fmt(self.price)}; previous close {fmt(self.previous_close)}; "
+            f"change {fmt(self.change)} ({fmt_pct(self.change_percent)})",
+            f"day range {fmt(self.day_low)}-{fmt(self.day_high)}; 52-week range {fmt(self.year_low)}-"
+            f"{fmt(self.year_high)}; volume {fmt(self.volume)}; market cap {fmt(self.market_cap)}",
+        ]
+
+
+class PriceBar(_Data):
+    date: datetime
+    open: float | None = None
+    high: float | None = None
+    low: float | None = None
+    close: float | None = None
+    volume: int | None = None
+
+
+class PriceHistory(MarketDataResult):
+    period: str | None = None
+    start: date | None = None
+    end: date | None = Field(default=None, description="Inclusive.")
+    interval: str
+    bars: list[PriceBar]
+    total_bars: int = Field(description="Bars Yahoo Finance returned before any down-sampling.")
+    downsampled: bool = False
+    first_close: float | None = None
+    last_close: float | None = None
+    change_percent: float | None = None
+    period_high: float | None = None
+    period_low: float | None = None
+
+    def summary_lines(self) -> list[str]:
+        first = self.bars[0].date.date() if self.bars else None
+        last = self.bars[-1].date.date() if self.bars else None
+        lines = [
+            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close {fmt(self.first_close)} -> "
+            f"{fmt(self.last_close)} ({fmt_pct(self.change_percent)}); high {fmt(self.period_high)}, "
+            f"low {fmt(self.period_low)}"
+        ]
+        step = max(1, -(-len(self.bars) // _SUMMARY_HISTORY_BARS))
+        shown = self.bars[::step]
+        if self.bars and shown[-1] is not self.bars[-1]:
+            shown.append(self.bars[-1])
+        lines.extend(f"{bar.date.date()}: close {fmt(bar.close)}, volume {fmt(bar.volume)}" for bar in shown)
+        return lines
+
+
+class StatementLine(_Data):
+    name: str = Field(description="Yahoo Finance's line item key, e.g. TotalRevenue.")
+    values: list[float | None] = Field(description="One value per period, aligned with `periods`.")
+
+
+class FinancialStatement(MarketDataResult):
+    statement: StatementKind
+    frequency: StatementFrequency
+    periods: list[date] = Field(description="Period end dates, newest first.")
+    lines: list[StatementLine]
+
+    def summary_lines(self) -> list[str]:
+        by_name = {line.name: line for line in self.lines}
+        chosen = [by_name[name] for name in _KEY_STATEMENT_LINES if name in by_name]
+        if not chosen:
+            chosen = self.lines[:_SUMMARY_STATEMENT_LINES]
+        header = f"{self.frequency} {self.statement.replace('_', ' ')} statement, periods ending " + ", ".join(
+            str(period) for period in self.periods
+        )
+        rows = [f"{humanize(line.name)}: " + ", ".join(fmt(value) for value in line.values) for line in chosen]
+        return [header, *rows]
+
+
+class EarningsEvent(_Data):
+    date: datetime
+    eps_estimate: float | None = None
+    eps_reported: float | None = None
+    surprise_percent: float | None = None
+
+
+class Earnings(MarketDataResult):
+    upcoming: list[EarningsEvent] = Field(description="Scheduled reports, soonest first.")
+    reported: list[EarningsEvent] = Field(description="Past reports, newest first.")
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"next report {event.date.date()}: EPS estimate {fmt(event.eps_estimate)}" for event in self.upcoming[:1]
+        ]
+        lines.extend(
+            f"reported {event.date.date()}: EPS {fmt(event.eps_reported)} vs estimate {fmt(event.eps_estimate)} "
+            f"(surprise {fmt_pct(event.surprise_percent)})"
+            for event in self.reported
+        )
+        return lines
+
+
+class RecommendationTrend(_Data):
+    period: str = Field(description="0m is the current month, -1m the one before.")
+    strong_buy: int = 0
+    buy: int = 0
+    hold: int = 0
+    sell: int = 0
+    strong_sell: int = 0
+
+
+class PriceTarget(_Data):
+    current: float | None = None
+    low: float | None = None
+    high: float | None = None
+    mean: float | None = None
+    median: float | None = None
+
+
+class RatingChange(_Data):
+    date: datetime
+    firm: str
+    to_grade: str | None = None
+    from_grade: str | None = None
+    action: str | None = None
+
+
+class AnalystRatings(MarketDataResult):
+    trend: list[RecommendationTrend]
+    price_target: PriceTarget | None = None
+    recent_changes: list[RatingChange]
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"recommendations {t.period}: strong buy {t.strong_buy}, buy {t.buy}, hold {t.hold}, sell {t.sell}, "
+            f"strong sell {t.strong_sell}"
+            for t in self.trend[:2]
+        ]
+        if self.price_target is not None:
+            target = self.price_target
+            lines.append(
+                f"price target mean {fmt(target.mean)}, median {fmt(target.median)}, range {fmt(target.low)}-"
+                f"{fmt(target.high)} (current price {fmt(target.current)})"
+            )
+        lines.extend(
+            f"{change.date.date()} {change.firm}: {change.action or 'rating'} {change.from_grade or '-'} -> "
+            f"{change.to_grade or '-'}"
+            for change in self.recent_changes[:5]
+        )
+        return lines
+
+
+class CompanyProfile(MarketDataResult):
+    name: str | None = None
+    sector: str | None = None
+    industry: str | None = None
+    country: str | None = None
+    website: str | None = None
+    employees: int | None = None
+    exchange: str | None = None
+    quote_type: str | None = None
+    market_cap: float | None = None
+    trailing_pe: float | None = None
+    forward_pe: float | None = None
+    dividend_yield: float | None = Field(default=None, description="In percent, as Yahoo Finance reports it.")
+    beta: float | None = None
+    description: str | None = None
+
+    def summary_lines(self) -> list[str]:
+        return [
+            f"{self.name or self.symbol}: {self.sector or 'n/a'} / {self.industry or 'n/a'}, {self.country or 'n/a'}; "
+            f"employees {fmt(self.employees)}",
+            f"market cap {fmt(self.market_cap)}; P/E trailing {fmt(self.trailing_pe)}, forward "
+            f"{fmt(self.forward_pe)}; dividend yield {fmt_pct(self.dividend_yield)}; beta {fmt(self.beta)}",
+        ]
+
+
+class NewsItem(_Data):
+    title: str
+    publisher: str | None = None
+    published_at: datetime | None = None
+    url: str | None = None
+    summary: str | None = None
+
+
+class News(MarketDataResult):
+    items: list[NewsItem]
+
+    def summary_lines(self) -> list[str]:
+        return [
+            f"{item.published_at.date() if item.published_at else 'undated'} {item.publisher or 'n/a'}: {item.title}"
+            for item in self.items
+        ]
+
+
+RESULT_MODELS: dict[ToolName, type[MarketDataResult]] = {
+    "get_quote": Quote,
+    "get_price_history": PriceHistory,
+    "get_financial_statement": FinancialStatement,
+    "get_earnings": Earnings,
+    "get_analyst_ratings": AnalystRatings,
+    "get_company_profile": CompanyProfile,
+    "get_news": News,
+}
+
+
+# --- the finding of a numerical sub-question -------------------------------------------------------
+
+
+class ToolResult(BaseModel):
+    """One successful tool call, with the tool's structured payload."""
+
+    symbol: str
+    tool: ToolName
+    data: dict[str, Any]
+    as_of: datetime | None = None
+    url: str
+    title: str = Field(description="The citation title, e.g. 'Yahoo Finance — AAPL quote'.")
+
+    def result(self) -> MarketDataResult:
+        """The payload as its typed model."""
+        return RESULT_MODELS[self.tool].model_validate(self.data)
+
+
+class ToolFailure(BaseModel):
+    """A per-ticker failure; the finding still carries whatever other tickers returned."""
+
+    symbol: str
+    code: str
+    message: str
+
+
+class MarketDataSource(BaseModel):
+    title: str
+    url: str
+    kind: Literal["market_data"] = "market_data"
+
+
+class MarketDataFinding(BaseModel):
+    """What market data answered for one numerical sub-question."""
+
+    tickers: list[str]
+    data: MarketDataKind
+    question: str = ""
+    results: list[ToolResult] = Field(default_factory=list)
+    errors: list[ToolFailure] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.results)
+
+    @property
+    def sources(self) -> list[MarketDataSource]:
+        return [MarketDataSource(title=result.title, url=result.url) for result in self.results]
+
+    def as_sources(self, first_n: int = 1) -> list[Source]:
+        """The sources numbered from `first_n`, in the order of `results`."""
+        return [
+            Source(n=n, title=source.title, url=source.url, kind=source.kind)
+            for n, source in enumerate(self.sources, start=first_n)
+        ]
+
+    def summary_text(self) -> str:
+        """The numbers with their as-of dates and pages, compact enough for a prompt."""
+        blocks = []
+        for result in self.results:
+            payload = result.result()
+            as_of = _fmt_time(payload.as_of or payload.retrieved_at)
+            blocks.append(
+                f"{result.title} (as of {as_of}, currency {payload.currency or 'n/a'}; {result.url})\n"
+                f"{payload.summary_text()}"
+            )
+        blocks.extend(f"{error.symbol or 'request'}: {error.code}: {error.message}" for error in self.errors)
+        return "\n".join(blocks) if blocks else "No market data was retrieved."
+
+
+# --- formatting -------------------------------------------------------------------------------------
+
+
+def fmt(value: float | int | None) -> str:
+    """A number as a reader expects it: 391.04B, 196.45, 1.0853."""
+    if value is None:
+        return "n/a"
+    magnitude = abs(value)
+    for threshold, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if magnitude >= threshold:
+            return f"{value / threshold:.2f}{suffix}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.2f}" if magnitude >= 10 else f"{value:.4f}"
+
+
+def fmt_pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.2f}%"
+
+
+def humanize(name: str) -> str:
+    """`TotalRevenue` -> `Total Revenue`; acronyms such as EBITDA stay whole."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+
+
+def _fmt_time(moment: datetime) -> str:
+    if moment.hour == moment.minute == moment.second == 0:
+        return moment.date().isoformat()
+    return moment.strftime("%Y-%m-%d %H:%M %Z").strip()

@@ -1,0 +1,577 @@
+"""The one adapter over yfinance: every tool goes through it.
+
+It owns what the tools must not each get wrong: symbol validation before any network call, a timeout
+on every yfinance call (yfinance is synchronous, so it runs in a worker thread whose wait is bounded),
+output caps, NaN/inf cleaning, yfinance's exclusive `end` made inclusive, an empty frame reported as
+"no data", the cache, and the mapping of yfinance failures to named errors with a code.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Protocol, TypeVar
+from urllib.parse import quote as url_quote
+
+import anyio
+import anyio.to_thread
+import numpy as np
+import pandas as pd
+import yfinance
+from yfinance.exceptions import YFInvalidPeriodError, YFRateLimitError, YFTickerMissingError
+
+from datascraper.market_data.cache import TTLCache
+from datascraper.market_data.errors import (
+    InvalidArgument,
+    InvalidSymbol,
+    MarketDataError,
+    MarketDataRateLimited,
+    MarketDataTimeout,
+    MarketDataUpstreamError,
+    NoMarketData,
+)
+from datascraper.market_data.schemas import (
+    AnalystRatings,
+    CompanyProfile,
+    Earnings,
+    EarningsEvent,
+    FinancialStatement,
+    HistoryInterval,
+    HistoryPeriod,
+    MarketDataResult,
+    News,
+    NewsItem,
+    PriceBar,
+    PriceHistory,
+    PriceTarget,
+    Quote,
+    RatingChange,
+    RecommendationTrend,
+    StatementFrequency,
+    StatementKind,
+    StatementLine,
+)
+
+logger = logging.getLogger(__name__)
+
+# Output caps keep a tool result small enough for a prompt.
+MAX_HISTORY_BARS = 250
+MAX_NEWS_ITEMS = 20
+DEFAULT_NEWS_ITEMS = 10
+MAX_STATEMENT_LINES = 80
+MAX_RATING_CHANGES = 10
+EARNINGS_DATES_LIMIT = 12
+MAX_DESCRIPTION_CHARS = 1200
+
+# Time to live: prices move, fundamentals change a few times a year.
+QUOTE_TTL_S = 60.0
+HISTORY_TTL_S = 300.0
+NEWS_TTL_S = 900.0
+FUNDAMENTALS_TTL_S = 86_400.0
+
+DEFAULT_UPSTREAM_TIMEOUT_S = 10.0
+CACHE_KEY_PREFIX = "market_data:v1"
+YAHOO_QUOTE_URL = "https://finance.yahoo.com/quote/"
+
+# AAPL, BRK-B, ^GSPC, EURUSD=X, CL=F, 7203.T, 0700.HK, BTC-USD: letters and digits, an optional index
+# caret, up to two dot/dash suffixes, an optional currency (=X) or futures (=F) marker.
+_SYMBOL = re.compile(r"\^?[A-Z0-9]{1,12}(?:[.-][A-Z0-9]{1,6}){0,2}(?:=[XF])?")
+_MAX_SYMBOL_CHARS = 20
+
+_STATEMENT_FREQ = {"annual": "yearly", "quarterly": "quarterly", "ttm": "trailing"}
+_STATEMENT_PAGE = {"income": "financials", "balance": "balance-sheet", "cash_flow": "cash-flow"}
+_STATEMENT_NAME = {"income": "income statement", "balance": "balance sheet", "cash_flow": "cash flow statement"}
+
+ResultT = TypeVar("ResultT", bound=MarketDataResult)
+
+
+class TickerLike(Protocol):
+    """The part of `yfinance.Ticker` the adapter uses; tests substitute a fake with the same shape."""
+
+    @property
+    def fast_info(self) -> Any: ...
+
+    @property
+    def info(self) -> Mapping[str, Any]: ...
+
+    @property
+    def recommendations_summary(self) -> pd.DataFrame | None: ...
+
+    @property
+    def analyst_price_targets(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def upgrades_downgrades(self) -> pd.DataFrame | None: ...
+
+    def history(self, **kwargs: Any) -> pd.DataFrame: ...
+
+    def get_income_stmt(self, *, freq: str) -> pd.DataFrame | None: ...
+
+    def get_balance_sheet(self, *, freq: str) -> pd.DataFrame | None: ...
+
+    def get_cashflow(self, *, freq: str) -> pd.DataFrame | None: ...
+
+    def get_earnings_dates(self, *, limit: int) -> pd.DataFrame | None: ...
+
+    def get_news(self, *, count: int) -> list[dict[str, Any]]: ...
+
+
+TickerFactory = Callable[[str], TickerLike]
+
+
+def normalize_symbol(raw: str) -> str:
+    """The symbol in Yahoo's spelling, or `InvalidSymbol` before anything reaches the network."""
+    symbol = raw.strip().upper() if isinstance(raw, str) else ""
+    if len(symbol) > _MAX_SYMBOL_CHARS or not _SYMBOL.fullmatch(symbol):
+        shown = raw[:32] if isinstance(raw, str) else type(raw).__name__
+        raise InvalidSymbol(f"{shown!r} is not a valid ticker symbol.")
+    return symbol
+
+
+def yahoo_url(symbol: str, page: str = "") -> str:
+    """The Yahoo Finance page for a symbol, e.g. https://finance.yahoo.com/quote/AAPL/history."""
+    base = YAHOO_QUOTE_URL + url_quote(symbol, safe="")
+    return f"{base}/{page}" if page else base
+
+
+class YahooFinanceAdapter:
+    """Yahoo Finance data as typed results, cached, bounded in time and size."""
+
+    def __init__(
+        self,
+        ticker_factory: TickerFactory | None = None,
+        *,
+        cache: TTLCache | None = None,
+        timeout_s: float = DEFAULT_UPSTREAM_TIMEOUT_S,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._ticker: TickerFactory = ticker_factory or yfinance.Ticker
+        self.cache = cache if cache is not None else TTLCache()
+        self.timeout_s = timeout_s
+        self._now = now
+
+    # --- tools ------------------------------------------------------------------------------------
+
+    async def quote(self, symbol: str) -> Quote:
+        symbol = normalize_symbol(symbol)
+        return await self._fetch(Quote, symbol, "quote", f"quote:{symbol}", QUOTE_TTL_S, lambda: self._quote(symbol))
+
+    async def price_history(
+        self,
+        symbol: str,
+        *,
+        period: HistoryPeriod = "1mo",
+        start: date | None = None,
+        end: date | None = None,
+        interval: HistoryInterval = "1d",
+    ) -> PriceHistory:
+        symbol = normalize_symbol(symbol)
+        if start is not None and end is not None and start > end:
+            raise InvalidArgument(f"The start date {start} is after the end date {end}.")
+        key = f"history:{symbol}:{period}:{start}:{end}:{interval}"
+        return await self._fetch(
+            PriceHistory,
+            symbol,
+            "price history",
+            key,
+            HISTORY_TTL_S,
+            lambda: self._price_history(symbol, period, start, end, interval),
+        )
+
+    async def financial_statement(
+        self, symbol: str, statement: StatementKind, frequency: StatementFrequency = "annual"
+    ) -> FinancialStatement:
+        symbol = normalize_symbol(symbol)
+        if statement == "balance" and frequency == "ttm":
+            raise InvalidArgument(
+                "Yahoo Finance publishes no trailing-twelve-month balance sheet; ask for annual or quarterly."
+            )
+        return await self._fetch(
+            FinancialStatement,
+            symbol,
+            _STATEMENT_NAME[statement],
+            f"statement:{symbol}:{statement}:{frequency}",
+            FUNDAMENTALS_TTL_S,
+            lambda: self._financial_statement(symbol, statement, frequency),
+        )
+
+    async def earnings(self, symbol: str) -> Earnings:
+        symbol = normalize_symbol(symbol)
+        return await self._fetch(
+            Earnings, symbol, "earnings", f"earnings:{symbol}", FUNDAMENTALS_TTL_S, lambda: self._earnings(symbol)
+        )
+
+    async def analyst_ratings(self, symbol: str) -> AnalystRatings:
+        symbol = normalize_symbol(symbol)
+        return await self._fetch(
+            AnalystRatings,
+            symbol,
+            "analyst ratings",
+            f"analysts:{symbol}",
+            FUNDAMENTALS_TTL_S,
+            lambda: self._analyst_ratings(symbol),
+        )
+
+    async def company_profile(self, symbol: str) -> CompanyProfile:
+        symbol = normalize_symbol(symbol)
+        return await self._fetch(
+            CompanyProfile,
+            symbol,
+            "company profile",
+            f"profile:{symbol}",
+            FUNDAMENTALS_TTL_S,
+            lambda: self._company_profile(symbol),
+        )
+
+    async def news(self, symbol: str, limit: int = DEFAULT_NEWS_ITEMS) -> News:
+        symbol = normalize_symbol(symbol)
+        capped = max(1, min(limit, MAX_NEWS_ITEMS))
+        return await self._fetch(
+            News, symbol, "news", f"news:{symbol}:{limit}", NEWS_TTL_S, lambda: self._news(symbol, limit, capped)
+        )
+
+    # --- plumbing ---------------------------------------------------------------------------------
+
+    async def _fetch(
+        self, model: type[ResultT], symbol: str, what: str, key: str, ttl_s: float, build: Callable[[], ResultT]
+    ) -> ResultT:
+        async def load() -> dict[str, Any]:
+            return await self._in_thread(lambda: build().model_dump(mode="json"), symbol, what)
+
+        payload = await self.cache.get_or_fetch(f"{CACHE_KEY_PREFIX}:{key}", ttl_s, load)
+        return model.model_validate(payload)
+
+    async def _in_thread(self, work: Callable[[], dict[str, Any]], symbol: str, what: str) -> dict[str, Any]:
+        """Run blocking yfinance work in a thread; a thread cannot be killed, so a late one is abandoned."""
+        try:
+            with anyio.fail_after(self.timeout_s):
+                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except MarketDataError:
+            raise
+        except TimeoutError:
+            raise MarketDataTimeout(
+                f"Yahoo Finance did not answer within {self.timeout_s:g} s for the {what} of {symbol}."
+            ) from None
+        except Exception as exc:
+            raise _upstream_failure(exc, symbol, what) from exc
+
+    # --- builders: run in a worker thread ----------------------------------------------------------
+
+    def _quote(self, symbol: str) -> Quote:
+        info = self._ticker(symbol).fast_info
+        price = _num(info.get("lastPrice"))
+        if price is None:
+            raise NoMarketData(f"Yahoo Finance has no quote for {symbol}.")
+        previous = _num(info.get("previousClose")) or _num(info.get("regularMarketPreviousClose"))
+        change = price - previous if previous is not None else None
+        retrieved_at = self._now()
+        return Quote(
+            symbol=symbol,
+            currency=_text(info.get("currency")),
+            as_of=retrieved_at,
+            retrieved_at=retrieved_at,
+            url=yahoo_url(symbol),
+            price=price,
+            previous_close=previous,
+            change=_num(change),
+            change_percent=_num(change / previous * 100) if change is not None and previous else None,
+            open=_num(info.get("open")),
+            day_high=_num(info.get("dayHigh")),
+            day_low=_num(info.get("dayLow")),
+            volume=_int(info.get("lastVolume")),
+            market_cap=_num(info.get("marketCap")),
+            year_high=_num(info.get("yearHigh")),
+            year_low=_num(info.get("yearLow")),
+            fifty_day_average=_num(info.get("fiftyDayAverage")),
+            two_hundred_day_average=_num(info.get("twoHundredDayAverage")),
+            exchange=_text(info.get("exchange")),
+            quote_type=_text(info.get("quoteType")),
+        )
+
+    def _price_history(
+        self, symbol: str, period: str, start: date | None, end: date | None, interval: str
+    ) -> PriceHistory:
+        ticker = self._ticker(symbol)
+        if start is None and end is None:
+            frame = ticker.history(period=period, interval=interval)
+        else:
+            # yfinance's `end` is exclusive; a reader's "to June 6" includes June 6.
+            frame = ticker.history(
+                start=start.isoformat() if start else None,
+                end=(end + timedelta(days=1)).isoformat() if end else None,
+                interval=interval,
+            )
+        if frame is None or frame.empty:
+            raise NoMarketData(f"Yahoo Finance has no price history for {symbol} in that range.")
+        total = len(frame)
+        notes = []
+        if total > MAX_HISTORY_BARS:
+            rows = np.unique(np.linspace(0, total - 1, MAX_HISTORY_BARS).round().astype(int))
+            picked = frame.iloc[rows]
+            notes.append(
+                f"Down-sampled from {total} to {len(picked)} bars, evenly spaced with the first and last kept; "
+                "the change, high and low use every bar."
+            )
+        else:
+            picked = frame
+        bars = [
+            PriceBar(date=_moment(ts), open=_num(o), high=_num(h), low=_num(lo), close=_num(c), volume=_int(v))
+            for ts, o, h, lo, c, v in zip(
+                picked.index,
+                picked["Open"],
+                picked["High"],
+                picked["Low"],
+                picked["Close"],
+                picked["Volume"],
+                strict=True,
+            )
+        ]
+        closes = [value for value in map(_num, frame["Close"]) if value is not None]
+        first_close, last_close = (closes[0], closes[-1]) if closes else (None, None)
+        retrieved_at = self._now()
+        return PriceHistory(
+            symbol=symbol,
+            currency=_text(ticker.fast_info.get("currency")),
+            as_of=bars[-1].date,
+            retrieved_at=retrieved_at,
+            url=yahoo_url(symbol, "history"),
+            notes=notes,
+            period=None if start or end else period,
+            start=start,
+            end=end,
+            interval=interval,
+            bars=bars,
+            total_bars=total,
+            downsampled=len(bars) < total,
+            first_close=first_close,
+            last_close=last_close,
+            change_percent=_num((last_close / first_close - 1) * 100) if first_close and last_close else None,
+            period_high=_num(frame["High"].max()),
+            period_low=_num(frame["Low"].min()),
+        )
+
+    def _financial_statement(
+        self, symbol: str, statement: StatementKind, frequency: StatementFrequency
+    ) -> FinancialStatement:
+        ticker = self._ticker(symbol)
+        getter = {
+            "income": ticker.get_income_stmt,
+            "balance": ticker.get_balance_sheet,
+            "cash_flow": ticker.get_cashflow,
+        }[statement]
+        frame = getter(freq=_STATEMENT_FREQ[frequency])
+        name = _STATEMENT_NAME[statement]
+        if frame is not None:
+            # Yahoo pads tables with periods and lines that carry no value at all.
+            frame = frame.dropna(axis=1, how="all").dropna(axis=0, how="all")
+        if frame is None or frame.empty:
+            raise NoMarketData(f"Yahoo Finance has no {frequency} {name} for {symbol}.")
+        frame = frame[sorted(frame.columns, reverse=True)]
+        notes = []
+        if len(frame) > MAX_STATEMENT_LINES:
+            notes.append(f"Showing the first {MAX_STATEMENT_LINES} of {len(frame)} line items.")
+            frame = frame.iloc[:MAX_STATEMENT_LINES]
+        periods = [_moment(column).date() for column in frame.columns]
+        return FinancialStatement(
+            symbol=symbol,
+            currency=_text(ticker.info.get("financialCurrency")),
+            as_of=datetime.combine(periods[0], datetime.min.time(), UTC),
+            retrieved_at=self._now(),
+            url=yahoo_url(symbol, _STATEMENT_PAGE[statement]),
+            notes=notes,
+            statement=statement,
+            frequency=frequency,
+            periods=periods,
+            lines=[
+                StatementLine(name=str(line), values=[_num(value) for value in values])
+                for line, values in zip(frame.index, frame.to_numpy(), strict=True)
+            ],
+        )
+
+    def _earnings(self, symbol: str) -> Earnings:
+        ticker = self._ticker(symbol)
+        frame = ticker.get_earnings_dates(limit=EARNINGS_DATES_LIMIT)
+        if frame is None or frame.empty:
+            raise NoMarketData(f"Yahoo Finance has no earnings dates for {symbol}.")
+        retrieved_at = self._now()
+        events = [
+            EarningsEvent(
+                date=_moment(ts),
+                eps_estimate=_num(row.get("EPS Estimate")),
+                eps_reported=_num(row.get("Reported EPS")),
+                surprise_percent=_num(row.get("Surprise(%)")),
+            )
+            for ts, row in frame.iterrows()
+        ]
+        upcoming = [event for event in events if event.date >= retrieved_at]
+        reported = [event for event in events if event.date < retrieved_at]
+        return Earnings(
+            symbol=symbol,
+            currency=_text(ticker.info.get("financialCurrency")),
+            as_of=retrieved_at,
+            retrieved_at=retrieved_at,
+            url=f"https://finance.yahoo.com/calendar/earnings?symbol={url_quote(symbol, safe='')}",
+            upcoming=sorted(upcoming, key=lambda e: e.date),
+            reported=sorted(reported, key=lambda e: e.date, reverse=True),
+        )
+
+    def _analyst_ratings(self, symbol: str) -> AnalystRatings:
+        ticker = self._ticker(symbol)
+        summary = ticker.recommendations_summary
+        targets = ticker.analyst_price_targets or {}
+        changes = ticker.upgrades_downgrades
+        trend = [
+            RecommendationTrend(
+                period=str(row.get("period", "")),
+                strong_buy=_int(row.get("strongBuy")) or 0,
+                buy=_int(row.get("buy")) or 0,
+                hold=_int(row.get("hold")) or 0,
+                sell=_int(row.get("sell")) or 0,
+                strong_sell=_int(row.get("strongSell")) or 0,
+            )
+            for _, row in (summary.iterrows() if summary is not None else ())
+        ]
+        target = PriceTarget(**{key: _num(targets.get(key)) for key in ("current", "low", "high", "mean", "median")})
+        recent: list[RatingChange] = []
+        if changes is not None and not changes.empty:
+            for ts, row in changes.sort_index(ascending=False).head(MAX_RATING_CHANGES).iterrows():
+                recent.append(
+                    RatingChange(
+                        date=_moment(ts),
+                        firm=_text(row.get("Firm")) or "unknown",
+                        to_grade=_text(row.get("ToGrade")),
+                        from_grade=_text(row.get("FromGrade")),
+                        action=_text(row.get("Action")),
+                    )
+                )
+        has_target = any(value is not None for value in target.model_dump().values())
+        if not trend and not has_target and not recent:
+            raise NoMarketData(f"Yahoo Finance has no analyst ratings for {symbol}.")
+        retrieved_at = self._now()
+        return AnalystRatings(
+            symbol=symbol,
+            currency=_text(ticker.fast_info.get("currency")),
+            as_of=retrieved_at,
+            retrieved_at=retrieved_at,
+            url=yahoo_url(symbol, "analysis"),
+            trend=trend,
+            price_target=target if has_target else None,
+            recent_changes=recent,
+        )
+
+    def _company_profile(self, symbol: str) -> CompanyProfile:
+        info = self._ticker(symbol).info or {}
+        name = _text(info.get("longName")) or _text(info.get("shortName"))
+        if name is None:
+            raise NoMarketData(f"Yahoo Finance has no company profile for {symbol}.")
+        description = _text(info.get("longBusinessSummary"))
+        notes = []
+        if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
+            description = description[:MAX_DESCRIPTION_CHARS].rsplit(" ", 1)[0] + "…"
+            notes.append(f"The business description is cut to {MAX_DESCRIPTION_CHARS} characters.")
+        retrieved_at = self._now()
+        return CompanyProfile(
+            symbol=symbol,
+            currency=_text(info.get("currency")),
+            as_of=retrieved_at,
+            retrieved_at=retrieved_at,
+            url=yahoo_url(symbol, "profile"),
+            notes=notes,
+            name=name,
+            sector=_text(info.get("sector")),
+            industry=_text(info.get("industry")),
+            country=_text(info.get("country")),
+            website=_text(info.get("website")),
+            employees=_int(info.get("fullTimeEmployees")),
+            exchange=_text(info.get("exchange")),
+            quote_type=_text(info.get("quoteType")),
+            market_cap=_num(info.get("marketCap")),
+            trailing_pe=_num(info.get("trailingPE")),
+            forward_pe=_num(info.get("forwardPE")),
+            dividend_yield=_num(info.get("dividendYield")),
+            beta=_num(info.get("beta")),
+            description=description,
+        )
+
+    def _news(self, symbol: str, requested: int, limit: int) -> News:
+        articles = self._ticker(symbol).get_news(count=limit) or []
+        items = [item for item in map(_news_item, articles) if item is not None][:limit]
+        if not items:
+            raise NoMarketData(f"Yahoo Finance has no news for {symbol}.")
+        notes = [f"Capped at {MAX_NEWS_ITEMS} items; {requested} were asked for."] if requested > limit else []
+        dated = [item.published_at for item in items if item.published_at is not None]
+        retrieved_at = self._now()
+        return News(
+            symbol=symbol,
+            as_of=max(dated) if dated else retrieved_at,
+            retrieved_at=retrieved_at,
+            url=yahoo_url(symbol, "news"),
+            notes=notes,
+            items=items,
+        )
+
+
+# --- cleaning ---------------------------------------------------------------------------------------
+
+
+def _num(value: Any) -> float | None:
+    """A finite float, or None: NaN, inf, None and non-numbers never reach a result."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _num(value)
+    return int(number) if number is not None else None
+
+
+def _text(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _moment(value: Any) -> datetime:
+    """A pandas or Python timestamp as an aware datetime; Yahoo's naive dates are UTC."""
+    moment: datetime = pd.Timestamp(value).to_pydatetime()
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _news_item(article: Mapping[str, Any]) -> NewsItem | None:
+    """One yfinance news entry (`{"id", "content": {...}}`) as a NewsItem; None when it has no title."""
+    content = article.get("content") or {}
+    title = _text(content.get("title"))
+    if title is None:
+        return None
+    link = (content.get("canonicalUrl") or {}).get("url") or (content.get("clickThroughUrl") or {}).get("url")
+    published = _text(content.get("pubDate"))
+    return NewsItem(
+        title=title,
+        publisher=_text((content.get("provider") or {}).get("displayName")),
+        published_at=_moment(published) if published else None,
+        url=_text(link),
+        summary=_text(content.get("summary")),
+    )
+
+
+def _upstream_failure(exc: Exception, symbol: str, what: str) -> MarketDataError:
+    if isinstance(exc, YFRateLimitError):
+        return MarketDataRateLimited(f"Yahoo Finance is rate limiting requests; retry the {what} of {symbol} shortly.")
+    if isinstance(exc, YFTickerMissingError):
+        return NoMarketData(f"Yahoo Finance has no {what} for {symbol}; the symbol may be delisted.")
+    if isinstance(exc, YFInvalidPeriodError):
+        return InvalidArgument(f"Yahoo Finance does not offer that period and interval for {symbol}.")
+    # The traceback only when debugging: upstream failures are routine, and the sentence says enough.
+    logger.warning(
+        "Yahoo Finance call for the %s of %s failed: %r", what, symbol, exc, exc_info=logger.isEnabledFor(logging.DEBUG)
+    )
+    return MarketDataUpstreamError(f"Yahoo Finance returned an error for the {what} of {symbol}.")
