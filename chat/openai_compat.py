@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from functools import wraps
 from typing import Literal
 
@@ -303,8 +303,8 @@ class ModelList(BaseModel):
     data: list[Model]
 
 
-def _json(model: BaseModel, status: int = 200) -> HttpResponse:
-    return HttpResponse(model.model_dump_json(), status=status, content_type="application/json")
+def _json(model: BaseModel) -> HttpResponse:
+    return HttpResponse(model.model_dump_json(), content_type="application/json")
 
 
 # --- views ----------------------------------------------------------------------------------------------
@@ -405,26 +405,28 @@ async def _stream(
         choice = ChunkChoice(delta=delta, finish_reason=finish_reason)
         return _frame(ChatCompletionChunk(id=completion_id, created=created, choices=[choice]))
 
-    async def from_first() -> AsyncIterator[AnswerPiece]:
-        yield first
-        async for piece in pieces:
-            yield piece
+    def frames_for(piece: AnswerPiece) -> Iterator[str]:
+        if piece is None:
+            yield ": keep-alive\n\n"  # an SSE comment: clients skip it, proxies see a live stream
+        elif isinstance(piece, AnswerDelta):
+            yield chunk(ChoiceDelta(content=piece.text))
+        else:
+            if piece.sources_text:
+                yield chunk(ChoiceDelta(content=piece.sources_text))
+            yield chunk(ChoiceDelta(), finish_reason="stop")
+            if include_usage:
+                usage = CompletionUsage.from_ledger(piece.usage)
+                yield _frame(ChatCompletionChunk(id=completion_id, created=created, choices=[], usage=usage))
 
     yield chunk(ChoiceDelta(role="assistant", content=""))
+    piece = first
     try:
-        async for piece in from_first():
-            if piece is None:
-                yield ": keep-alive\n\n"  # an SSE comment: clients skip it, proxies see a live stream
-            elif isinstance(piece, AnswerDelta):
-                yield chunk(ChoiceDelta(content=piece.text))
-            else:
-                if piece.sources_text:
-                    yield chunk(ChoiceDelta(content=piece.sources_text))
-                yield chunk(ChoiceDelta(), finish_reason="stop")
-                if include_usage:
-                    usage = CompletionUsage.from_ledger(piece.usage)
-                    yield _frame(ChatCompletionChunk(id=completion_id, created=created, choices=[], usage=usage))
+        while True:
+            for frame in frames_for(piece):
+                yield frame
+            if isinstance(piece, AnswerFinished):
                 break
+            piece = await anext(pieces)
     except CompletionFailed as exc:
         yield _frame(run_failure_error(exc).body)
     except Exception:

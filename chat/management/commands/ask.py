@@ -7,7 +7,8 @@ answer with its sources to stdout, so `ask "..." > answer.md` keeps just the ans
 from __future__ import annotations
 
 import asyncio
-from typing import get_args
+import logging
+from typing import cast, get_args
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -51,10 +52,17 @@ class Command(BaseCommand):
         if len(question) > MAX_QUESTION_CHARS:
             raise CommandError(f"The question must be at most {MAX_QUESTION_CHARS} characters.")
         self.stderr.style_func = None  # progress is not an error: no red
+        # The router's INFO logs (per-run quality records) are for servers; show them from -v 2 on.
+        quiet = cast(int, options["verbosity"]) < 2
+        if quiet:
+            logging.disable(logging.INFO)
         try:
             asyncio.run(self.ask(ResearchQuery(question=question, mode=mode)))
         except KeyboardInterrupt:
             raise CommandError("cancelled: interrupted", returncode=EXIT_INTERRUPTED) from None
+        finally:
+            if quiet:
+                logging.disable(logging.NOTSET)
 
     async def ask(self, query: ResearchQuery) -> None:
         sources: list[Source] = []
@@ -89,13 +97,17 @@ def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent) -> st
     if isinstance(event, PlanEvent):
         if not event.needs_decomposition or not event.sub_questions:
             return "  plan: answer directly"
-        lines = [f"  plan: {len(event.sub_questions)} sub-questions"]
+        count = len(event.sub_questions)
+        lines = [f"  plan: {count} sub-question{'s' if count != 1 else ''}"]
         lines += [f"    {sq.id}. {sq.question} [{sq.route}]" for sq in event.sub_questions]
         return "\n".join(lines)
     if isinstance(event, StepEvent):
         timing = f", {event.elapsed_ms} ms" if event.state != "started" else ""
         return f"  {STEP_MARKS[event.state]} {event.sub_question_id} {event.state} ({event.route}{timing})"
-    verdict = "complete" if event.complete else "gaps: " + ("; ".join(event.gaps) or "unnamed")
+    if event.complete:
+        verdict = "complete"
+    else:
+        verdict = f"gaps: {'; '.join(event.gaps)}" if event.gaps else "more research needed"
     return f"  round {event.n}: {verdict}"
 
 

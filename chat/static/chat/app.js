@@ -2,9 +2,9 @@
  * The chat page. No build step: plain browser JavaScript over the JSON API and the run's SSE stream.
  *
  * Safety: answer text comes from a model that read the web, so it is untrusted. It is rendered with
- * marked, sanitized with DOMPurify into a DOM fragment, and only then are `[n]` markers turned into links,
- * built as elements (never as HTML strings) and only for absolute http(s) URLs. The page's
- * Content-Security-Policy forbids inline script as a second line of defence.
+ * marked (raw HTML escaped, shown as text), sanitized with DOMPurify into a DOM fragment, and only then
+ * are `[n]` markers turned into links, built as elements (never as HTML strings) and only for absolute
+ * http(s) URLs. The page's Content-Security-Policy forbids inline script as a second line of defence.
  *
  * Resuming: EventSource reconnects by itself and sends Last-Event-ID. Each run event's id ends in a
  * sequence number; events at or below the last one shown are ignored, so a replay never duplicates text.
@@ -84,6 +84,19 @@
     }
   }
 
+  function escapeHtml(text) {
+    const entities = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+    return text.replace(/[&<>"']/g, (character) => entities[character]);
+  }
+
+  // Raw HTML in an answer is shown as text, never parsed: the model writes markdown, and markup it copies
+  // from a web page is not ours to render. DOMPurify then vets what markdown itself produces (link URLs).
+  const markdown = new marked.Marked({
+    gfm: true,
+    async: false,
+    renderer: { html: ({ text }) => escapeHtml(text) },
+  });
+
   DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     if (node.tagName !== "A") return;
     const href = node.getAttribute("href");
@@ -146,7 +159,7 @@
   }
 
   function renderAnswer(target, text, sources) {
-    const fragment = DOMPurify.sanitize(marked.parse(text, { async: false, gfm: true }), PURIFY_OPTIONS);
+    const fragment = DOMPurify.sanitize(markdown.parse(text), PURIFY_OPTIONS);
     linkCitations(fragment, sources);
     target.replaceChildren(fragment);
   }
@@ -250,7 +263,8 @@
 
     addRound({ n, complete, gaps }) {
       this.ensureProgress();
-      const summary = complete ? "complete" : `gaps: ${gaps.join("; ") || "none named"}`;
+      let summary = "complete";
+      if (!complete) summary = gaps.length ? `gaps: ${gaps.join("; ")}` : "more research needed";
       this.rounds.append(element("li", "", `Round ${n}: ${summary}`));
     }
 
@@ -337,6 +351,8 @@
     }
 
     onEvent(type, event) {
+      // The run's `error` event shares its name with EventSource's own connection errors (plain Events).
+      if (!(event instanceof MessageEvent)) return;
       const sequence = eventSequence(event.lastEventId);
       if (sequence !== null) {
         if (sequence <= this.lastSeen) return; // replayed after a reconnect: already shown
