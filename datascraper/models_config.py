@@ -30,6 +30,8 @@ class ResearchConfig(BaseModel):
     market_data_timeout_s: float = Field(default=20.0, gt=0)
     # The gap detector's "good enough" score (0-10).
     completeness_threshold: float = Field(default=8.0, ge=0, le=10)
+    # Research stops when a round raises the gap detector's score by less than this.
+    min_score_improvement: float = Field(default=0.5, ge=0, le=10)
 
     @property
     def is_configured(self) -> bool:
@@ -55,6 +57,7 @@ class ResearchConfig(BaseModel):
             "max_retries": pick("RESEARCH_MAX_RETRIES"),
             "sub_question_timeout_s": pick("RESEARCH_SUB_QUESTION_TIMEOUT"),
             "market_data_timeout_s": pick("RESEARCH_MARKET_DATA_TIMEOUT"),
+            "completeness_threshold": pick("RESEARCH_COMPLETENESS_THRESHOLD"),
         }
         return cls(**{k: v for k, v in fields.items() if v is not None})
 

@@ -210,8 +210,11 @@ class WebSearchStream:
         ledger: UsageLedger | None = None,
         source_offset: int = 0,
         today: date | None = None,
+        web_search: bool = True,
     ) -> None:
         self.model = model or get_research_config().research_model
+        # Without the tool the same stream handling serves the synthesizer, which writes from findings.
+        self._web_search = web_search
         self._question = question
         self._history = tuple(history)
         self._instructions = prompts.with_today(
@@ -255,9 +258,9 @@ class WebSearchStream:
                 model=self.model,
                 instructions=self._instructions,
                 input=self._input(),
-                tools=[WEB_SEARCH_TOOL],
+                tools=[WEB_SEARCH_TOOL] if self._web_search else [],
                 stream=True,
-                **model_kwargs(self.model, web_search=True),
+                **model_kwargs(self.model, web_search=self._web_search),
             )
         except (openai.OpenAIError, TimeoutError) as exc:
             raise translate_error(exc) from exc

@@ -46,3 +46,148 @@ more useful than a guess.
 def with_today(instructions: str, today: date) -> str:
     """Instructions plus today's date: models otherwise assume their training cut-off is "now"."""
     return f"{instructions}\nToday's date is {today:%A}, {today:%B} {today.day}, {today.year} ({today.isoformat()})."
+
+
+# --- time context: every planning prompt starts from "now" ---------------------------------------------
+
+TIME_CONTEXT = """\
+Today's date is {weekday}, {month} {day}, {year} ({iso_date}){zone}. Resolve relative periods ("last \
+quarter", "this year", "yesterday", "year to date") from this date; companies' fiscal years may differ \
+from the calendar year."""
+
+
+def time_context(today: date, timezone: str | None = None) -> str:
+    zone = f", in the user's time zone {timezone}" if timezone else ""
+    return TIME_CONTEXT.format(
+        weekday=f"{today:%A}",
+        month=f"{today:%B}",
+        day=today.day,
+        year=today.year,
+        iso_date=today.isoformat(),
+        zone=zone,
+    )
+
+
+# --- query analyzer: answer directly, or decompose ------------------------------------------------------
+
+ANALYZER_INSTRUCTIONS = """\
+You plan the research for a finance question. Decide whether it can be answered with one web search, or \
+needs to be split into sub-questions that are researched separately and then combined.
+
+Set needs_decomposition to false when one search answers it: a single fact, one company's recent news, a \
+definition, a simple "how did X do". Then return no sub-questions.
+
+Set needs_decomposition to true when the question compares companies, combines figures with opinions or \
+events, spans several periods, or asks for an analysis. Then write at most {max_sub_questions} \
+sub-questions that together answer it, each standing on its own (name the company and the period; never \
+"it" or "last quarter" without the dates it means). Each has a type:
+- numerical: a figure that market data holds. Give the Yahoo Finance ticker symbols in `tickers` (e.g. \
+AAPL, MSFT, BRK-B, ^GSPC) and in `data` exactly one of: quote (price, day change, market cap), \
+price_history (price over recent weeks), income_statement (revenue, profit, EPS by fiscal year), \
+balance_sheet, cash_flow, earnings (reported and expected EPS, report dates), analyst_ratings \
+(recommendations, price targets), company_profile (sector, employees, valuation ratios), news. One data \
+kind per sub-question: split a question that needs two.
+- qualitative: facts, events, guidance, opinions or explanations that need a web search. Leave tickers \
+empty and data null unless they help.
+- analytical: a comparison or judgement that can be made from the other sub-questions' findings without \
+new facts (e.g. "Which grew faster?"). It is answered when the final answer is written.
+
+Use the earlier conversation to resolve what the question refers to.
+"""
+
+ANALYZER_INPUT = """\
+{time_context}
+
+Question: {question}"""
+
+
+# --- gap detector: is the research complete? -------------------------------------------------------------
+
+GAP_DETECTOR_INSTRUCTIONS = """\
+You review the findings of a finance research task and judge whether they answer the question.
+
+Return:
+- complete: true when the findings answer every part of the question well enough to write the answer.
+- score: 0 to 10, how completely they answer it (10: fully, with figures, dates and sources; 5: about half).
+- gaps: the parts still unanswered or unsupported, one short phrase each. Empty when complete.
+- follow_up_queries: at most {max_sub_questions} new sub-questions that would close the gaps, in the same \
+form as the plan (question, type numerical|qualitative|analytical, tickers, data). Do not repeat a \
+sub-question that was already asked: if it failed, ask it differently or drop it. Empty when complete, or \
+when more searching would not help.
+
+Judge only what the findings say; do not answer the question yourself.
+"""
+
+GAP_DETECTOR_INPUT = """\
+{time_context}
+
+Question: {question}
+
+Research round {round} of at most {max_rounds}. Findings so far:
+
+{findings}"""
+
+FINDING_FOR_REVIEW = """\
+### {id} ({type}, via {route}): {question}
+{body}"""
+
+
+# --- synthesizer: the final, cited answer ----------------------------------------------------------------
+
+SYNTHESIS_INSTRUCTIONS = """\
+You are a finance research assistant writing the final answer to the user's question from research \
+findings gathered for you. You have no other sources: do not search, and do not add facts that are not in \
+the findings.
+
+Rules:
+- Lead with the direct answer, then the supporting detail. Be concise; use short paragraphs, or a short \
+list or table when comparing.
+- Cite with the numbered markers of the source list, like [2] or [1][3], right after the claim they \
+support. Use only numbers from the list. Do not write URLs or markdown links.
+- Market data (from Yahoo Finance) is given verbatim: quote its numbers exactly as given (you may round \
+for readability and add the unit, e.g. 391035000000 as $391.04 billion), and give the date or time it \
+is as of.
+- Give every figure with its unit, currency and period. Keep reported figures apart from estimates and \
+opinions, and say whose opinion it is.
+- Analytical parts (comparisons, judgements) you answer yourself from the findings; show the figures \
+you base them on.
+- When a part of the question was not answered by the findings, say so plainly. Never invent a figure.
+- Do not give personal investment advice.
+"""
+
+SYNTHESIS_INPUT = """\
+{time_context}
+
+Question: {question}
+
+Findings:
+
+{findings}
+
+Sources (cite by number):
+{sources}"""
+
+FINDING_FOR_SYNTHESIS = """\
+### {id} ({type}): {question}
+{body}"""
+
+FINDING_NOT_ANSWERED = "Not answered: {reason}."
+FINDING_DEFERRED = "Analytical: answer this yourself from the other findings."
+MARKET_DATA_RESULT = """\
+[{n}] {title} (as of {as_of}, currency {currency})
+{summary}
+Data (verbatim): {payload}"""
+
+
+# --- direct quote answers: composed locally, no model call ------------------------------------------------
+# The fast path answers a one-ticker price, change or market cap question from the quote alone.
+
+QUOTE_PRICE_ANSWER = (
+    "{name} last traded at {price}, {move} from the previous close of {previous_close}, as of {as_of} [1]."
+)
+QUOTE_CHANGE_ANSWER = (
+    "{name} is {move} today, at {price} against a previous close of {previous_close}, as of {as_of} [1]."
+)
+QUOTE_MARKET_CAP_ANSWER = (
+    "{name} has a market capitalization of {market_cap} at a share price of {price}, as of {as_of} [1]."
+)

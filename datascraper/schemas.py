@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 Mode = Literal["auto", "quick", "research"]
 Phase = Literal["analyzing", "researching", "evaluating", "synthesizing"]
@@ -80,6 +80,44 @@ class UsageLedger(BaseModel):
     @property
     def calls(self) -> int:
         return sum(u.calls for u in self.by_model.values())
+
+
+# --- model outputs: the analyzer's plan and the gap detector's report -----------------------------
+
+
+class SubQuestion(BaseModel):
+    """One sub-question as the query analyzer or the gap detector writes it (the contract's shape).
+
+    `tickers` and `data` are the routing hints of a numerical sub-question: which symbols, and which
+    market data (`quote`, `income_statement`, ...) answers it.
+    """
+
+    question: str
+    type: SubQuestionType
+    tickers: list[str] = Field(default_factory=list)
+    data: MarketDataKind | None = None
+
+
+class QueryAnalysis(BaseModel):
+    """The query analyzer's verdict: answer directly, or research these sub-questions."""
+
+    needs_decomposition: bool
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+
+
+class GapReport(BaseModel):
+    """The gap detector's verdict on the findings so far."""
+
+    complete: bool
+    score: float = Field(description="How completely the findings answer the question, 0 to 10.")
+    gaps: list[str] = Field(default_factory=list)
+    follow_up_queries: list[SubQuestion] = Field(default_factory=list)
+
+    @field_validator("score")
+    @classmethod
+    def _clamp_score(cls, score: float) -> float:
+        # Clamped rather than rejected: a 10.5 is still a usable verdict, not a reason to stop researching.
+        return min(10.0, max(0.0, score))
 
 
 # --- events -----------------------------------------------------------------------------------------

@@ -1,0 +1,215 @@
+"""Quality signals of one run: stored on the run (`RunSummary.signals`) and logged as one JSON line.
+
+The signals say which path a question took and how well the answer holds up: routes and fallbacks, why
+research stopped, time and tokens, whether every citation resolves, and whether the numbers the answer
+attributes to market data are numbers market data returned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field
+
+from datascraper.schemas import Route, Source, SubQuestionType, UsageLedger
+
+logger = logging.getLogger("datascraper.quality")
+
+
+class SubQuestionOutcome(BaseModel):
+    """How one sub-question went: its planned route, the route that answered it, and its status."""
+
+    id: str
+    type: SubQuestionType
+    planned_route: Route
+    route: Route
+    status: Literal["answered", "failed", "deferred"]
+    fallback_reason: str | None = None
+    error: str | None = None
+
+
+class RunRecord(BaseModel):
+    """What the pipeline knows at the end of a run; `compute_signals` turns it into the signals."""
+
+    requested_mode: str
+    mode: Literal["quick", "research"]
+    fast_path: bool = False
+    analysis_fallback: str | None = None  # the error code when the analyzer failed
+    quote_fallback: str | None = None  # why a fast-path quote gave way to a web search
+    outcomes: list[SubQuestionOutcome] = Field(default_factory=list)
+    rounds: int = 0
+    max_rounds: int = 0
+    stop_reason: str | None = None
+    gap_detector_fallback: str | None = None
+    timings: dict[str, int] = Field(default_factory=dict)
+    usage: UsageLedger = Field(default_factory=UsageLedger)
+    answer: str = ""
+    sources: list[Source] = Field(default_factory=list)
+    citations_dropped: int = 0  # markers the synthesizer's guard removed while streaming
+    market_values: list[float] = Field(default_factory=list)
+
+
+def compute_signals(record: RunRecord) -> dict[str, Any]:
+    outcomes = record.outcomes
+    web_hits = sum(1 for o in outcomes if o.route == "web_search" and o.status == "answered")
+    market_hits = sum(1 for o in outcomes if o.route == "market_data" and o.status == "answered")
+    return {
+        "mode": record.mode,
+        "requested_mode": record.requested_mode,
+        "fast_path": record.fast_path,
+        "analysis_fallback": record.analysis_fallback,
+        "quote_fallback": record.quote_fallback,
+        "sub_questions": {
+            "total": len(outcomes),
+            "by_type": dict(Counter(o.type for o in outcomes)),
+            "by_route": dict(Counter(o.planned_route for o in outcomes)),
+        },
+        "market_data_hits": market_hits,
+        "web_hits": web_hits,
+        "fallbacks": sum(1 for o in outcomes if o.fallback_reason is not None),
+        "fallback_reasons": dict(Counter(o.fallback_reason for o in outcomes if o.fallback_reason)),
+        "failed": sum(1 for o in outcomes if o.status == "failed"),
+        "rounds": record.rounds,
+        "stop_reason": record.stop_reason,
+        "completed_early": record.rounds > 0 and record.rounds < record.max_rounds,
+        "gap_detector_fallback": record.gap_detector_fallback,
+        "timings": record.timings,
+        "model_calls": record.usage.calls,
+        "tokens": {
+            "input": sum(u.input_tokens for u in record.usage.by_model.values()),
+            "output": sum(u.output_tokens for u in record.usage.by_model.values()),
+        },
+        "by_model": {model: usage.model_dump() for model, usage in record.usage.by_model.items()},
+        "sources": len(record.sources),
+        "distinct_domains": len({_domain(s.url) for s in record.sources}),
+        "citations": citation_integrity(record.answer, record.sources, dropped=record.citations_dropped),
+        "numbers": unmatched_numbers(record.answer, record.sources, record.market_values),
+    }
+
+
+def log_signals(signals: dict[str, Any]) -> None:
+    """One structured line per run, for whatever collects the logs."""
+    logger.info(json.dumps({"event": "research_run", **signals}, sort_keys=True, default=str))
+
+
+def _domain(url: str) -> str:
+    return (urlsplit(url).hostname or "").removeprefix("www.")
+
+
+# --- citation integrity -----------------------------------------------------------------------------------
+
+_MARKER = re.compile(r"\[(\d+)\]")
+
+
+def citation_integrity(answer: str, sources: Sequence[Source], *, dropped: int = 0) -> dict[str, Any]:
+    """Markers in the answer that resolve to a source, those that do not, and sources never cited.
+
+    `dropped` counts markers removed during streaming because they named no source; they count as
+    unresolved even though the stored answer no longer shows them.
+    """
+    numbers = {source.n for source in sources}
+    cited = [int(n) for n in _MARKER.findall(answer)]
+    resolved = sum(1 for n in cited if n in numbers)
+    return {
+        "markers": len(cited) + dropped,
+        "resolved": resolved,
+        "unresolved": len(cited) - resolved + dropped,
+        "uncited_sources": sorted(numbers - set(cited)),
+    }
+
+
+# --- numbers that match no market data value --------------------------------------------------------------
+#
+# The heuristic, in full:
+# - Only sentences that cite a market data source are checked (a sentence is split at . ! ? followed by
+#   white space); numbers elsewhere come from the web and are not expected to match.
+# - Markers [n], ISO dates, times (14:30) and years (1900-2100 without decimals) are ignored, as are plain
+#   integers below 1,000 with no currency, percent, decimals or magnitude ("3 analysts", "Q3").
+# - A number's magnitude word or suffix (thousand/K, million/M, billion/B/bn, trillion/T) scales it.
+# - It matches a market data value (any number in the payloads, compared by absolute value, so "down
+#   1.23" matches -1.23) when they differ by at most one unit of the last digit written, after scaling:
+#   "$391.04 billion" matches 391,035,000,000, "+0.63%" matches 0.6312. Figures the answer derives itself
+#   (a growth rate computed from two revenues) do not match and are counted: the signal flags figures to
+#   check, it does not prove an error.
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_IGNORED = re.compile(r"\[\d+\]|\b\d{4}-\d{2}-\d{2}(?:T[\d:.+-]*Z?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<currency>[$€£¥])?\s?(?P<number>\d{1,3}(?:,\d{3})+|\d+)(?P<decimals>\.\d+)?"
+    r"\s?(?P<scale>%|percent\b|trillion\b|billion\b|million\b|thousand\b|bn\b|tn\b|[TBMK]\b)?",
+    re.IGNORECASE,
+)
+_SCALES = {
+    "trillion": 1e12,
+    "tn": 1e12,
+    "t": 1e12,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "million": 1e6,
+    "m": 1e6,
+    "thousand": 1e3,
+    "k": 1e3,
+}
+
+
+def market_values(payloads: Iterable[Any]) -> list[float]:
+    """Every number in market data payloads (nested dicts and lists), as absolute values."""
+    return sorted({abs(float(v)) for v in _numbers_in(list(payloads)) if math.isfinite(v)})
+
+
+def _numbers_in(value: Any) -> Iterator[float]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield float(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _numbers_in(item)
+
+
+def unmatched_numbers(answer: str, sources: Sequence[Source], values: Sequence[float]) -> dict[str, Any]:
+    market_numbers = {s.n for s in sources if s.kind == "market_data"}
+    checked: list[str] = []
+    unmatched: list[str] = []
+    if market_numbers:
+        for sentence in _SENTENCE_END.split(answer):
+            if not {int(n) for n in _MARKER.findall(sentence)} & market_numbers:
+                continue
+            for written, value, unit in _figures(_IGNORED.sub(" ", sentence)):
+                checked.append(written)
+                if not any(abs(candidate - value) <= unit for candidate in values):
+                    unmatched.append(written)
+    return {"checked": len(checked), "unmatched": len(unmatched), "unmatched_values": unmatched[:10]}
+
+
+def _figures(text: str) -> Iterator[tuple[str, float, float]]:
+    """(as written, absolute value, one unit of its last digit) for each figure worth checking."""
+    for match in _NUMBER.finditer(text):
+        digits = match["number"].replace(",", "")
+        decimals = match["decimals"] or ""
+        scale_word = (match["scale"] or "").lower()
+        is_percent = scale_word in ("%", "percent")
+        scale = _SCALES.get(scale_word, 1.0)
+        value = float(digits + decimals)
+        plain = not (match["currency"] or decimals or scale_word or "," in match["number"])
+        if plain and value < 1000:
+            continue
+        if not decimals and not match["currency"] and not scale_word and 1900 <= value <= 2100:
+            continue
+        unit = 10.0 ** -(len(decimals) - 1 if decimals else 0)
+        written = match.group(0).strip()
+        if is_percent:
+            yield written, value, unit
+        else:
+            yield written, value * scale, unit * scale

@@ -1,0 +1,11 @@
+"""The research router's entry point: `run_research`, one async generator of typed events per question.
+
+Modules, one concept each: `pipeline` (the router: which path a question takes), `bypass` (the quick
+path: one web search, or a quote answered locally), `executor` (routing and running sub-questions),
+`gap_detector` (judging findings; the stop rules), `synthesizer` (one source list, the cited answer),
+`state` (the run's typed state).
+"""
+
+from datascraper.research_engine.pipeline import run_research
+
+__all__ = ["run_research"]

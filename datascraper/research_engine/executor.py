@@ -1,0 +1,157 @@
+"""Where a sub-question is routed and answered: market data, a web search, or deferred to synthesis.
+
+A round's sub-questions run as concurrent tasks, at most `RESEARCH_CONCURRENCY` at once, each within
+`sub_question_timeout_s`. Their `step` events reach the caller as they happen: the tasks put them on a
+queue that `execute_round` drains while they run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import date
+
+from datascraper import prompts
+from datascraper.errors import ResearchError
+from datascraper.market_data.client import fetch_market_data
+from datascraper.market_data.errors import MarketDataError
+from datascraper.models_config import ResearchConfig
+from datascraper.openai_search import WebSearchStream
+from datascraper.research_engine.state import Finding, PlannedStep
+from datascraper.schemas import StepEvent, UsageLedger
+
+Emit = Callable[[StepEvent], None]
+
+
+async def execute_round(
+    steps: list[PlannedStep], *, config: ResearchConfig, ledger: UsageLedger, today: date
+) -> AsyncIterator[StepEvent | Finding]:
+    """Run `steps` concurrently; yield each `StepEvent` as it happens and each `Finding` as it is ready.
+
+    A sub-question's own failure is a `failed` finding, never an exception; anything else a task raises
+    (a bug) ends the round with that exception once the other tasks are cancelled.
+    """
+    queue: asyncio.Queue[StepEvent | asyncio.Task[Finding]] = asyncio.Queue()
+    semaphore = asyncio.Semaphore(config.concurrency)
+    tasks = []
+    for step in steps:
+        task = asyncio.create_task(
+            _answer_in_turn(step, semaphore, queue.put_nowait, config=config, ledger=ledger, today=today),
+            name=f"sub-question-{step.id}",
+        )
+        task.add_done_callback(queue.put_nowait)
+        tasks.append(task)
+    try:
+        remaining = len(tasks)
+        while remaining:
+            item = await queue.get()
+            if isinstance(item, asyncio.Task):
+                remaining -= 1
+                yield item.result()
+            else:
+                yield item
+    finally:
+        # The consumer stopped early (the run was cancelled) or a task crashed: stop the others.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _answer_in_turn(
+    step: PlannedStep,
+    semaphore: asyncio.Semaphore,
+    emit: Emit,
+    *,
+    config: ResearchConfig,
+    ledger: UsageLedger,
+    today: date,
+) -> Finding:
+    if step.route == "synthesis":
+        return Finding(step=step, status="deferred", route="synthesis")
+    async with semaphore:
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(config.sub_question_timeout_s):
+                return await answer_sub_question(step, emit, started, config=config, ledger=ledger, today=today)
+        except TimeoutError:
+            return _failed(step, emit, started, route=step.route, code="sub_question_timeout")
+
+
+async def answer_sub_question(
+    step: PlannedStep, emit: Emit, started: float, *, config: ResearchConfig, ledger: UsageLedger, today: date
+) -> Finding:
+    """One sub-question by its route; market data that fails or has nothing falls back to a web search."""
+    fallback_reason: str | None = None
+    if step.route == "market_data":
+        emit(StepEvent(sub_question_id=step.id, state="started", route="market_data"))
+        assert step.data is not None  # route_sub_question requires it
+        try:
+            market = await fetch_market_data(
+                step.tickers, step.data, question=step.question, timeout_s=config.market_data_timeout_s
+            )
+        except MarketDataError as exc:
+            fallback_reason = exc.code
+        else:
+            if market.ok:
+                emit(_step(step, "done", "market_data", started))
+                return Finding(
+                    step=step,
+                    status="answered",
+                    route="market_data",
+                    text=market.summary_text(),
+                    market_data=market,
+                    elapsed_ms=_ms(started),
+                )
+            fallback_reason = market.errors[0].code if market.errors else "no_data"
+        # `fallback` names the route the sub-question falls back to.
+        emit(_step(step, "fallback", "web_search", started))
+    else:
+        emit(StepEvent(sub_question_id=step.id, state="started", route="web_search"))
+
+    search = WebSearchStream(
+        step.question,
+        instructions=prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
+        model=config.research_model,
+        ledger=ledger,
+        today=today,
+    )
+    try:
+        async for _ in search:
+            pass
+    except ResearchError as exc:
+        return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=fallback_reason)
+    result = search.result
+    emit(_step(step, "done", "web_search", started))
+    return Finding(
+        step=step,
+        status="answered",
+        route="web_search",
+        text=result.text,
+        sources=result.sources,
+        fallback_reason=fallback_reason,
+        elapsed_ms=_ms(started),
+    )
+
+
+def _failed(
+    step: PlannedStep, emit: Emit, started: float, *, route: str, code: str, fallback_reason: str | None = None
+) -> Finding:
+    public_route = "market_data" if route == "market_data" else "web_search"
+    emit(_step(step, "failed", public_route, started))
+    return Finding(
+        step=step,
+        status="failed",
+        route=public_route,
+        error=code,
+        fallback_reason=fallback_reason,
+        elapsed_ms=_ms(started),
+    )
+
+
+def _step(step: PlannedStep, state: str, route: str, started: float) -> StepEvent:
+    return StepEvent(sub_question_id=step.id, state=state, route=route, elapsed_ms=_ms(started))
+
+
+def _ms(since: float) -> int:
+    return round((time.monotonic() - since) * 1000)

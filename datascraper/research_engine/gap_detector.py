@@ -1,0 +1,80 @@
+"""Where the findings are judged: the gap detector's report, and the rules that end the research loop."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from datascraper import prompts
+from datascraper.llm import parse_structured
+from datascraper.models_config import ResearchConfig
+from datascraper.research_engine.state import Finding, StopReason
+from datascraper.schemas import GapReport, UsageLedger
+
+# Each finding's text the gap detector reads: enough for a long web answer or a statement summary.
+FINDING_REVIEW_CHARS = 6_000
+
+
+async def detect_gaps(
+    question: str,
+    findings: list[Finding],
+    *,
+    round_number: int,
+    today: date,
+    timezone: str | None,
+    config: ResearchConfig,
+    ledger: UsageLedger,
+) -> GapReport:
+    """The planner model's report on `findings`, follow-ups capped at `config.max_sub_questions`.
+
+    Raises the named error of `parse_structured`; the caller ends the loop on it.
+    """
+    report = await parse_structured(
+        config.planner_model,
+        prompts.GAP_DETECTOR_INSTRUCTIONS.format(max_sub_questions=config.max_sub_questions),
+        prompts.GAP_DETECTOR_INPUT.format(
+            time_context=prompts.time_context(today, timezone),
+            question=question,
+            round=round_number,
+            max_rounds=config.max_iterations,
+            findings="\n\n".join(render_for_review(finding) for finding in findings),
+        ),
+        GapReport,
+        ledger,
+    )
+    return report.model_copy(update={"follow_up_queries": report.follow_up_queries[: config.max_sub_questions]})
+
+
+def render_for_review(finding: Finding) -> str:
+    if finding.status == "answered":
+        body = finding.text
+        if len(body) > FINDING_REVIEW_CHARS:
+            body = body[:FINDING_REVIEW_CHARS] + " […]"
+    elif finding.status == "deferred":
+        body = prompts.FINDING_DEFERRED
+    else:
+        body = prompts.FINDING_NOT_ANSWERED.format(reason=finding.error or "unknown error")
+    return prompts.FINDING_FOR_REVIEW.format(
+        id=finding.step.id, type=finding.step.type, route=finding.route, question=finding.step.question, body=body
+    )
+
+
+def stop_reason(
+    report: GapReport,
+    *,
+    round_number: int,
+    previous_score: float | None,
+    new_follow_ups: int,
+    config: ResearchConfig,
+) -> StopReason | None:
+    """Why the loop ends after this round, or None to run the follow-ups. The first rule that holds wins."""
+    if report.complete:
+        return "complete"
+    if report.score >= config.completeness_threshold:
+        return "threshold"
+    if previous_score is not None and report.score - previous_score < config.min_score_improvement:
+        return "no_improvement"
+    if new_follow_ups == 0:
+        return "no_follow_ups"
+    if round_number >= config.max_iterations:
+        return "max_iterations"
+    return None

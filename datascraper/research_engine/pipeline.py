@@ -1,0 +1,288 @@
+"""The research router: analyse, then answer directly or research in rounds, then synthesize.
+
+    question ─ fast path? ── yes ─► quote ─► answer (no model call)      ─┐
+        │                          └─ market data fails ─► one web search ─┤
+        no                                                                  │
+        ├─ mode quick ───────────────────────────────► one web search ─────┤
+        └─ analyzer ─ no decomposition (or it failed) ► one web search ─────┤
+                     └─ sub-questions ─► round: execute ─► gap detector ─┐ ├─► sources, summary
+                                          ▲── follow-ups, unless stop ◄──┘ │
+                                          └─ stop ─► synthesizer ──────────┘
+
+Each node is a small function of the run's `RunState`; the nodes that stream are async generators of
+the events the chat app publishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from datascraper.errors import ProviderNotConfigured, ResearchError
+from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.quality_logger import RunRecord, SubQuestionOutcome, compute_signals, log_signals, market_values
+from datascraper.query_analyzer import analyze_query, match_fast_path
+from datascraper.research_engine.bypass import QUOTE_STEP_ID, answer_from_quote, answer_with_one_search
+from datascraper.research_engine.executor import execute_round
+from datascraper.research_engine.gap_detector import detect_gaps, stop_reason
+from datascraper.research_engine.state import Finding, PlannedStep, RoundRecord, RunState, plan_steps, today_in
+from datascraper.research_engine.synthesizer import Synthesis
+from datascraper.schemas import (
+    PlanEvent,
+    ResearchEvent,
+    ResearchQuery,
+    RoundEvent,
+    RunSummary,
+    SourcesEvent,
+    StatusEvent,
+    SubQuestion,
+)
+
+logger = logging.getLogger(__name__)
+
+
+async def run_research(query: ResearchQuery, config: ResearchConfig | None = None) -> AsyncIterator[ResearchEvent]:
+    """Answer `query`: typed events as they happen, ending with `SourcesEvent` and `RunSummary`.
+
+    Raises a `ResearchError` when no answer can be given; a failure part way through the answer first
+    yields a `SourcesEvent` with the sources so far, so the partial answer can be stored with them.
+    """
+    config = config or get_research_config()
+    if not config.is_configured:
+        raise ProviderNotConfigured()
+    state = RunState(query=query, config=config, today=today_in(query.timezone))
+    async for event in route_question(state):
+        yield event
+    async for event in finish(state):
+        yield event
+
+
+async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
+    mode = state.query.mode
+    if mode != "research":
+        match = match_fast_path(state.query.question)
+        if match is not None:
+            state.fast_path = True
+            async for event in answer_from_quote(state, match):
+                yield event
+            if state.quote_fallback is None:
+                return
+            logger.info("The quote fast path fell back to a web search: %s", state.quote_fallback)
+        if match is not None or mode == "quick":
+            async for event in answer_with_one_search(state):
+                yield event
+            return
+
+    yield StatusEvent(phase="analyzing", label="Analyzing the question")
+    steps = await plan_research(state)
+    if state.plan is not None:
+        yield state.plan
+    if not steps:
+        async for event in answer_with_one_search(state):
+            yield event
+        return
+    state.mode = "research"
+    async for event in research_in_rounds(state, steps):
+        yield event
+    async for event in synthesize(state):
+        yield event
+
+
+async def plan_research(state: RunState) -> list[PlannedStep] | None:
+    """The first round's sub-questions, or None for the single-search path (also when analysis fails)."""
+    started = time.monotonic()
+    query = state.query
+    try:
+        analysis = await analyze_query(
+            query.question,
+            history=query.history,
+            today=state.today,
+            timezone=query.timezone,
+            config=state.config,
+            ledger=state.ledger,
+        )
+    except ResearchError as exc:
+        state.analysis_fallback = exc.code
+        logger.warning("Query analysis failed (%s); answering with one web search.", exc.code)
+        return None
+    finally:
+        state.clock.add("analyzing", started)
+    sub_questions = analysis.sub_questions
+    if query.mode == "research":
+        # Forced decomposition: the analyzer's sub-questions even if it saw no need, else the question itself.
+        sub_questions = sub_questions or [SubQuestion(question=query.question, type="qualitative")]
+    elif not analysis.needs_decomposition or not sub_questions:
+        state.plan = PlanEvent(needs_decomposition=False)
+        return None
+    steps = plan_steps(sub_questions, first_number=1)
+    state.plan = PlanEvent(needs_decomposition=True, sub_questions=[step.public() for step in steps])
+    return steps
+
+
+async def research_in_rounds(state: RunState, steps: list[PlannedStep]) -> AsyncIterator[ResearchEvent]:
+    """Execute, evaluate, follow up, until a stop rule holds; every round ends with a `RoundEvent`."""
+    config = state.config
+    asked = {_normalized(step.question) for step in steps}
+    previous_score: float | None = None
+    for n in range(1, config.max_iterations + 1):
+        async for event in execute(state, steps, n):
+            yield event
+        record = RoundRecord(n=n, sub_questions=[step.id for step in steps])
+        state.rounds.append(record)
+
+        yield StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail=f"Round {n}")
+        started = time.monotonic()
+        try:
+            report = await detect_gaps(
+                state.query.question,
+                state.findings,
+                round_number=n,
+                today=state.today,
+                timezone=state.query.timezone,
+                config=config,
+                ledger=state.ledger,
+            )
+        except ResearchError as exc:
+            state.gap_detector_fallback = exc.code
+            record.stop_reason = "gap_detector_failed"
+            logger.warning("The gap detector failed (%s); answering from the findings so far.", exc.code)
+            yield RoundEvent(n=n, complete=False)
+            return
+        finally:
+            state.clock.add("evaluating", started)
+
+        follow_ups = [sq for sq in report.follow_up_queries if _normalized(sq.question) not in asked]
+        reason = stop_reason(
+            report, round_number=n, previous_score=previous_score, new_follow_ups=len(follow_ups), config=config
+        )
+        record.complete, record.score, record.gaps = report.complete, report.score, report.gaps
+        record.stop_reason = reason
+        if reason is None:
+            steps = plan_steps(follow_ups, first_number=len(state.findings) + 1)
+            asked.update(_normalized(step.question) for step in steps)
+            record.follow_ups = [step.question for step in steps]
+        yield RoundEvent(n=n, complete=report.complete, gaps=report.gaps, follow_ups=record.follow_ups)
+        if reason is not None:
+            return
+        previous_score = report.score
+
+
+async def execute(state: RunState, steps: list[PlannedStep], n: int) -> AsyncIterator[ResearchEvent]:
+    """One round's sub-questions, concurrently; their findings join `state.findings`."""
+    started = time.monotonic()
+    label = f"Researching {len(steps)} sub-question{'s' if len(steps) != 1 else ''}"
+    yield StatusEvent(phase="researching", label=label, detail=f"Round {n}")
+    findings: list[Finding] = []
+    try:
+        async for item in execute_round(steps, config=state.config, ledger=state.ledger, today=state.today):
+            if isinstance(item, Finding):
+                findings.append(item)
+            else:
+                yield item
+    finally:
+        state.findings.extend(findings)
+        state.clock.add("researching", started)
+
+
+async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
+    """The streamed, cited answer from every finding of every round."""
+    started = time.monotonic()
+    synthesis = Synthesis(
+        state.query.question,
+        state.findings,
+        history=state.query.history,
+        today=state.today,
+        timezone=state.query.timezone,
+        config=state.config,
+        ledger=state.ledger,
+    )
+    state.sources = synthesis.sources
+    answered = sum(1 for finding in state.findings if finding.status == "answered")
+    yield StatusEvent(
+        phase="synthesizing",
+        label="Writing the answer",
+        detail=f"From {answered} finding{'s' if answered != 1 else ''} and {len(state.sources)} sources",
+    )
+    try:
+        async for delta in synthesis:
+            state.clock.first_token()
+            yield delta
+    except ResearchError:
+        if state.sources:
+            yield SourcesEvent(sources=state.sources)
+        raise
+    finally:
+        state.clock.add("synthesizing", started)
+        state.citations_dropped = synthesis.guard.dropped
+    state.answer = synthesis.text
+
+
+async def finish(state: RunState) -> AsyncIterator[ResearchEvent]:
+    """The sources, then the summary the chat app stores; the quality signals are logged on the way."""
+    yield SourcesEvent(sources=state.sources)
+    timings = state.clock.timings()
+    signals = compute_signals(run_record(state, timings))
+    log_signals(signals)
+    yield RunSummary(
+        mode=state.mode,
+        answer=state.answer,
+        sources=state.sources,
+        plan=state.plan.payload() if state.plan is not None else {},
+        rounds=[record.model_dump(mode="json") for record in state.rounds],
+        timings=timings,
+        usage=state.ledger,
+        signals=signals,
+    )
+
+
+def run_record(state: RunState, timings: dict[str, int]) -> RunRecord:
+    outcomes = [
+        SubQuestionOutcome(
+            id=finding.step.id,
+            type=finding.step.type,
+            planned_route=finding.step.route,
+            route=finding.route,
+            status=finding.status,
+            fallback_reason=finding.fallback_reason,
+            error=finding.error,
+        )
+        for finding in state.findings
+    ]
+    if state.fast_path:
+        outcomes.append(
+            SubQuestionOutcome(
+                id=QUOTE_STEP_ID,
+                type="numerical",
+                planned_route="market_data",
+                route="market_data" if state.quote_fallback is None else "web_search",
+                status="answered",
+                fallback_reason=state.quote_fallback,
+            )
+        )
+    payloads = [*state.market_payloads]
+    for finding in state.findings:
+        if finding.market_data is not None:
+            payloads.extend(result.data for result in finding.market_data.results)
+    return RunRecord(
+        requested_mode=state.query.mode,
+        mode=state.mode,
+        fast_path=state.fast_path,
+        analysis_fallback=state.analysis_fallback,
+        quote_fallback=state.quote_fallback,
+        outcomes=outcomes,
+        rounds=len(state.rounds),
+        max_rounds=state.config.max_iterations,
+        stop_reason=state.stop_reason,
+        gap_detector_fallback=state.gap_detector_fallback,
+        timings=timings,
+        usage=state.ledger,
+        answer=state.answer,
+        sources=state.sources,
+        citations_dropped=state.citations_dropped,
+        market_values=market_values(payloads),
+    )
+
+
+def _normalized(question: str) -> str:
+    return " ".join(question.lower().split())

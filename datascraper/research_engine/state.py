@@ -1,0 +1,160 @@
+"""The typed state of one research run: planned sub-questions, their findings, the rounds and the clock."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, Field
+
+from datascraper.market_data.schemas import MarketDataFinding
+from datascraper.models_config import ResearchConfig
+from datascraper.schemas import (
+    MarketDataKind,
+    PlanEvent,
+    PlannedSubQuestion,
+    ResearchQuery,
+    Route,
+    Source,
+    SubQuestion,
+    SubQuestionType,
+    UsageLedger,
+)
+
+StopReason = Literal[
+    "complete",  # the gap detector found the findings complete
+    "threshold",  # its score reached `completeness_threshold`
+    "no_improvement",  # the score rose by less than `min_score_improvement` over the previous round
+    "no_follow_ups",  # it proposed nothing new to ask
+    "max_iterations",  # RESEARCH_MAX_ITERATIONS rounds have run
+    "gap_detector_failed",  # it could not be asked; the findings so far are answered from
+]
+FindingStatus = Literal["answered", "failed", "deferred"]
+
+
+class PlannedStep(BaseModel):
+    """A sub-question with its id and the route chosen for it before it runs."""
+
+    id: str
+    question: str
+    type: SubQuestionType
+    route: Route
+    tickers: list[str] = Field(default_factory=list)
+    data: MarketDataKind | None = None
+
+    def public(self) -> PlannedSubQuestion:
+        return PlannedSubQuestion(id=self.id, question=self.question, type=self.type, route=self.route)
+
+
+def route_sub_question(sub_question: SubQuestion) -> Route:
+    """Where a sub-question is answered: market data needs both a ticker and a data kind to ask for."""
+    if sub_question.type == "analytical":
+        return "synthesis"
+    if sub_question.type == "numerical" and sub_question.tickers and sub_question.data is not None:
+        return "market_data"
+    return "web_search"
+
+
+def plan_steps(sub_questions: list[SubQuestion], *, first_number: int) -> list[PlannedStep]:
+    return [
+        PlannedStep(
+            id=f"q{n}",
+            question=sq.question.strip(),
+            type=sq.type,
+            route=route_sub_question(sq),
+            tickers=[t.strip().upper() for t in sq.tickers if t.strip()],
+            data=sq.data,
+        )
+        for n, sq in enumerate(sub_questions, start=first_number)
+    ]
+
+
+class Finding(BaseModel):
+    """What one sub-question produced. Web text cites its own `sources` with local `[n]` markers."""
+
+    step: PlannedStep
+    status: FindingStatus
+    route: Route  # the route that produced it (web_search after a market data fallback)
+    text: str = ""
+    sources: list[Source] = Field(default_factory=list)
+    market_data: MarketDataFinding | None = None
+    fallback_reason: str | None = None  # why market data gave way to a web search
+    error: str | None = None  # the error code of a failed sub-question
+    elapsed_ms: int = 0
+
+
+class RoundRecord(BaseModel):
+    """One research round as stored on the run."""
+
+    n: int
+    sub_questions: list[str]
+    complete: bool = False
+    score: float | None = None
+    gaps: list[str] = Field(default_factory=list)
+    follow_ups: list[str] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+
+
+@dataclass
+class PhaseClock:
+    """Milliseconds per phase (summed over rounds), the total and the first answer token."""
+
+    started: float = field(default_factory=time.monotonic)
+    phases: dict[str, int] = field(default_factory=dict)
+    first_token_ms: int | None = None
+
+    def elapsed_ms(self, since: float | None = None) -> int:
+        return round((time.monotonic() - (self.started if since is None else since)) * 1000)
+
+    def add(self, phase: str, since: float) -> None:
+        self.phases[f"{phase}_ms"] = self.phases.get(f"{phase}_ms", 0) + self.elapsed_ms(since)
+
+    def first_token(self) -> None:
+        if self.first_token_ms is None:
+            self.first_token_ms = self.elapsed_ms()
+
+    def timings(self) -> dict[str, int]:
+        timings = {**self.phases, "total_ms": self.elapsed_ms()}
+        if self.first_token_ms is not None:
+            timings["first_token_ms"] = self.first_token_ms
+        return timings
+
+
+@dataclass
+class RunState:
+    """Everything one run accumulates; each node of the pipeline reads and extends it."""
+
+    query: ResearchQuery
+    config: ResearchConfig
+    today: date
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    clock: PhaseClock = field(default_factory=PhaseClock)
+    mode: Literal["quick", "research"] = "quick"
+    fast_path: bool = False
+    analysis_fallback: str | None = None
+    quote_fallback: str | None = None
+    plan: PlanEvent | None = None
+    findings: list[Finding] = field(default_factory=list)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    gap_detector_fallback: str | None = None
+    answer: str = ""
+    sources: list[Source] = field(default_factory=list)
+    citations_dropped: int = 0
+    market_payloads: list[dict] = field(default_factory=list)  # the quote of a fast-path answer
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        return self.rounds[-1].stop_reason if self.rounds else None
+
+
+def today_in(timezone: str | None) -> date:
+    """Today's date where the user is; the server's date when the zone is unknown."""
+    if timezone:
+        try:
+            return datetime.now(ZoneInfo(timezone)).date()
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    return date.today()

@@ -1,0 +1,235 @@
+"""Where the answer is written: one numbered source list, the findings citing it, one streamed model call.
+
+Each web finding numbers its own sources from 1; before synthesis they are merged with the market data
+pages into one list, deduplicated by URL, and each finding's `[n]` markers are renumbered into it. The
+model then cites that list, and `CitationGuard` checks every marker as the text streams: a marker naming
+no source is dropped before it reaches the user, and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import date
+
+from datascraper import prompts
+from datascraper.errors import ResearchError
+from datascraper.market_data.schemas import MarketDataFinding
+from datascraper.models_config import ResearchConfig
+from datascraper.openai_search import WebSearchStream, clean_url
+from datascraper.research_engine.state import Finding
+from datascraper.schemas import ChatTurn, DeltaEvent, Source, SourceKind, UsageLedger
+
+# The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
+MARKET_DATA_PAYLOAD_CHARS = 8_000
+_MARKER = re.compile(r"\[(\d+)\]")
+
+
+# --- one source list ------------------------------------------------------------------------------------
+
+
+class SourceBook:
+    """The run's numbered sources, one entry per URL (tracking parameters ignored), in order of first use."""
+
+    def __init__(self) -> None:
+        self._by_url: dict[str, Source] = {}
+
+    def add(self, title: str, url: str, kind: SourceKind) -> int:
+        key = clean_url(url)
+        source = self._by_url.get(key)
+        if source is None:
+            source = self._by_url[key] = Source(n=len(self._by_url) + 1, title=title, url=key, kind=kind)
+        return source.n
+
+    def renumber(self, text: str, sources: Sequence[Source]) -> str:
+        """`text` citing `sources` by their own numbers, rewritten to cite this book."""
+        numbers = {source.n: self.add(source.title, source.url, source.kind) for source in sources}
+        return _MARKER.sub(lambda m: f"[{numbers[int(m[1])]}]" if int(m[1]) in numbers else "", text)
+
+    @property
+    def sources(self) -> list[Source]:
+        return list(self._by_url.values())
+
+
+def render_findings(findings: Sequence[Finding], book: SourceBook) -> str:
+    """The findings in plan order, citing `book`; registers their sources as it goes."""
+    ordered = sorted(findings, key=lambda finding: int(finding.step.id.removeprefix("q")))
+    return "\n\n".join(_render_finding(finding, book) for finding in ordered)
+
+
+def _render_finding(finding: Finding, book: SourceBook) -> str:
+    if finding.status == "deferred":
+        body = prompts.FINDING_DEFERRED
+    elif finding.status == "failed":
+        body = prompts.FINDING_NOT_ANSWERED.format(reason=_failure_reason(finding))
+    elif finding.market_data is not None:
+        body = _render_market_data(finding.market_data, book)
+    else:
+        body = book.renumber(finding.text, finding.sources)
+    return prompts.FINDING_FOR_SYNTHESIS.format(
+        id=finding.step.id, type=finding.step.type, question=finding.step.question, body=body
+    )
+
+
+def _failure_reason(finding: Finding) -> str:
+    if finding.error == "sub_question_timeout":
+        return "the research for it took too long"
+    return f"the research for it failed ({finding.error or 'unknown error'})"
+
+
+def _render_market_data(market: MarketDataFinding, book: SourceBook) -> str:
+    blocks = []
+    for result in market.results:
+        typed = result.result()
+        payload = json.dumps(result.data, separators=(",", ":"), default=str)
+        if len(payload) > MARKET_DATA_PAYLOAD_CHARS:
+            payload = payload[:MARKET_DATA_PAYLOAD_CHARS] + " […]"
+        as_of = typed.as_of or typed.retrieved_at
+        blocks.append(
+            prompts.MARKET_DATA_RESULT.format(
+                n=book.add(result.title, result.url, "market_data"),
+                title=result.title,
+                as_of=as_of.isoformat(),
+                currency=typed.currency or "n/a",
+                summary=typed.summary_text(),
+                payload=payload,
+            )
+        )
+    blocks.extend(
+        f"{error.symbol or 'request'}: not available ({error.code}: {error.message})" for error in market.errors
+    )
+    return "\n".join(blocks)
+
+
+def render_source_list(sources: Sequence[Source]) -> str:
+    return "\n".join(f"[{s.n}] {s.title} — {s.url} ({s.kind.replace('_', ' ')})" for s in sources)
+
+
+# --- the citation check, while streaming ------------------------------------------------------------------
+
+_GROUP = re.compile(r"\[\s*(\d{1,4}(?:\s*,\s*\d{1,4})*)\s*\]")
+_PARTIAL_GROUP = re.compile(r"\[[\d,\s]*")
+_MAX_HELD = 40
+
+
+@dataclass
+class CitationGuard:
+    """Passes streamed text through, checking each `[n]` or `[n, m]` marker against the source numbers.
+
+    A marker that resolves is kept (a group is written as `[n][m]`); one that does not is dropped and
+    counted. Only text that could still be a marker is held back, at most a few characters.
+    """
+
+    valid: set[int]
+    resolved: int = 0
+    dropped: int = 0
+    _held: str = field(default="", repr=False)
+
+    def feed(self, text: str) -> str:
+        self._held += text
+        shown: list[str] = []
+        while self._held:
+            start = self._held.find("[")
+            if start == -1:
+                shown.append(self._held)
+                self._held = ""
+                break
+            shown.append(self._held[:start])
+            self._held = self._held[start:]
+            group = _GROUP.match(self._held)
+            if group is not None:
+                shown.append(self._check(group[1]))
+                self._held = self._held[group.end() :]
+                continue
+            partial = _PARTIAL_GROUP.fullmatch(self._held)
+            if partial is not None and len(self._held) < _MAX_HELD:
+                break  # may still become a marker
+            shown.append("[")
+            self._held = self._held[1:]
+        return "".join(shown)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
+
+    def _check(self, group: str) -> str:
+        kept = []
+        for number in (int(part) for part in group.split(",")):
+            if number in self.valid:
+                self.resolved += 1
+                kept.append(f"[{number}]")
+            else:
+                self.dropped += 1
+        return "".join(kept)
+
+
+# --- the streamed answer ----------------------------------------------------------------------------------
+
+
+class Synthesis:
+    """The final answer from `findings`, iterated as `DeltaEvent`s; `sources` is known before it starts.
+
+    On failure part way the held-back text is yielded first, then the named error is raised, so the
+    caller can store the partial answer with its sources.
+    """
+
+    def __init__(
+        self,
+        question: str,
+        findings: Sequence[Finding],
+        *,
+        history: Sequence[ChatTurn],
+        today: date,
+        timezone: str | None,
+        config: ResearchConfig,
+        ledger: UsageLedger,
+    ) -> None:
+        self._book = SourceBook()
+        findings_text = render_findings(findings, self._book)
+        self.sources = self._book.sources
+        self.prompt = prompts.SYNTHESIS_INPUT.format(
+            time_context=prompts.time_context(today, timezone),
+            question=question,
+            findings=findings_text,
+            sources=render_source_list(self.sources) or "(none: no finding produced a source)",
+        )
+        self.guard = CitationGuard(valid={source.n for source in self.sources})
+        self._stream = WebSearchStream(
+            self.prompt,
+            history=history,
+            instructions=prompts.SYNTHESIS_INSTRUCTIONS,
+            model=config.research_model,
+            ledger=ledger,
+            # Links the model writes itself become numbers past the list, which the guard drops.
+            source_offset=len(self.sources),
+            today=today,
+            web_search=False,
+        )
+        self._text: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    async def __aiter__(self) -> AsyncIterator[DeltaEvent]:
+        try:
+            async with aclosing(self._stream.__aiter__()) as deltas:
+                async for delta in deltas:
+                    shown = self.guard.feed(delta.text)
+                    if shown:
+                        yield self._show(shown)
+        except ResearchError:
+            held = self.guard.flush()
+            if held:
+                yield self._show(held)
+            raise
+        held = self.guard.flush()
+        if held:
+            yield self._show(held)
+
+    def _show(self, text: str) -> DeltaEvent:
+        self._text.append(text)
+        return DeltaEvent(text=text)

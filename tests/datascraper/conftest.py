@@ -1,0 +1,43 @@
+"""Fixtures for the research pipeline: the process-wide market data client on the fake yfinance.
+
+The real MCP client talks to the real server in memory; only yfinance is fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from datascraper.market_data.cache import TTLCache
+from datascraper.market_data.client import MarketDataClient, set_market_data_client
+from datascraper.market_data.server import build_server
+from datascraper.market_data.yahoo import YahooFinanceAdapter
+from tests.fakes.yfinance import FakeYahoo
+
+# The fake's data is anchored at 2025-06-13.
+MARKET_NOW = datetime(2025, 6, 13, 20, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def market_data() -> Iterator[FakeYahoo]:
+    """The process-wide market data client, on the in-memory server over the fake yfinance."""
+    yahoo = FakeYahoo(hang_s=5)
+    adapter = YahooFinanceAdapter(yahoo.ticker, cache=TTLCache(), timeout_s=2, now=lambda: MARKET_NOW)
+    client = MarketDataClient(build_server(adapter), call_timeout_s=5)
+    previous = set_market_data_client(client)
+    yield yahoo
+    set_market_data_client(previous)
+    yahoo.release.set()
+    client.close()
+
+
+@pytest.fixture
+def market_data_down() -> Iterator[None]:
+    """A process-wide market data client that cannot be reached (it is closed)."""
+    client = MarketDataClient(build_server(YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache())))
+    client.close()
+    previous = set_market_data_client(client)
+    yield
+    set_market_data_client(previous)

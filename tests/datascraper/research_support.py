@@ -1,0 +1,97 @@
+"""Helpers for the research pipeline tests: run a question to the end, and script the planner's answers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from datascraper.research_engine import run_research
+from datascraper.schemas import (
+    GapReport,
+    QueryAnalysis,
+    ResearchQuery,
+    RunSummary,
+    SubQuestion,
+)
+from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, RecordedRequest, TextReply
+
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+async def run(question: str, mode: str = "auto", **query: object) -> list:
+    """Every event of one run, the `RunSummary` last."""
+    return [event async for event in run_research(ResearchQuery(question=question, mode=mode, **query))]
+
+
+def summary_of(events: list) -> RunSummary:
+    assert isinstance(events[-1], RunSummary)
+    return events[-1]
+
+
+def of_type(events: list, kind: str) -> list:
+    return [event for event in events if event.type == kind]
+
+
+def steps(events: list) -> list[tuple[str, str, str]]:
+    return [(e.sub_question_id, e.state, e.route) for e in of_type(events, "step")]
+
+
+def answer_text(events: list) -> str:
+    return "".join(e.text for e in of_type(events, "delta"))
+
+
+# --- predicates: which call a request is ----------------------------------------------------------------
+
+
+def schema_name(request: RecordedRequest) -> str | None:
+    return (request.text_format or {}).get("name") if request.is_structured else None
+
+
+def is_analysis(request: RecordedRequest) -> bool:
+    return schema_name(request) == "QueryAnalysis"
+
+
+def is_gap_report(request: RecordedRequest) -> bool:
+    return schema_name(request) == "GapReport"
+
+
+def is_synthesis(request: RecordedRequest) -> bool:
+    return not request.is_structured and not request.has_web_search
+
+
+def searched(question_part: str):
+    def predicate(request: RecordedRequest) -> bool:
+        return request.has_web_search and question_part.lower() in request.input_text.lower()
+
+    return predicate
+
+
+def requests_of(fake: FakeOpenAIServer, predicate) -> list[RecordedRequest]:
+    return [request for request in fake.requests if predicate(request)]
+
+
+# --- scripting ---------------------------------------------------------------------------------------------
+
+
+def sub(question: str, type: str = "qualitative", tickers: Sequence[str] = (), data: str | None = None) -> SubQuestion:
+    return SubQuestion(question=question, type=type, tickers=list(tickers), data=data)
+
+
+def script_analysis(fake: FakeOpenAIServer, *sub_questions: SubQuestion, needs_decomposition: bool = True) -> None:
+    analysis = QueryAnalysis(needs_decomposition=needs_decomposition, sub_questions=list(sub_questions))
+    fake.script(JsonReply(analysis), when=is_analysis)
+
+
+def script_gaps(fake: FakeOpenAIServer, *reports: GapReport) -> None:
+    for report in reports:
+        fake.script(JsonReply(report), when=is_gap_report)
+
+
+def gaps(score: float, *follow_ups: SubQuestion, complete: bool = False, missing: Sequence[str] = ("more detail",)) -> GapReport:
+    return GapReport(
+        complete=complete, score=score, gaps=[] if complete else list(missing), follow_up_queries=list(follow_ups)
+    )
+
+
+def script_synthesis(fake: FakeOpenAIServer, *sentences: str, **options: object) -> None:
+    fake.script(TextReply(list(sentences), **options), when=is_synthesis)

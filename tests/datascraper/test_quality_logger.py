@@ -1,0 +1,154 @@
+"""Quality signals: what they count, the citation and number checks, and the one JSON log line per run."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from datascraper.quality_logger import (
+    RunRecord,
+    SubQuestionOutcome,
+    citation_integrity,
+    compute_signals,
+    log_signals,
+    market_values,
+    unmatched_numbers,
+)
+from datascraper.schemas import ModelUsage, Source, UsageLedger
+from tests.datascraper.research_support import gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, sub, summary_of
+from tests.fakes.openai_server import JsonReply, Sentence, TextReply, has_web_search
+
+YAHOO = Source(n=1, title="Yahoo Finance — AAPL quote", url="https://finance.yahoo.com/quote/AAPL", kind="market_data")
+REUTERS = Source(n=2, title="Reuters", url="https://www.reuters.com/a", kind="web")
+WWW_REUTERS = Source(n=3, title="Reuters again", url="https://reuters.com/b", kind="web")
+QUOTE = {"price": 196.45, "change": -3.0278, "change_percent": -1.5179, "market_cap": 2927105000000.0, "volume": 51234567}
+
+
+def test_citation_integrity_counts_resolving_markers_dropped_ones_and_uncited_sources():
+    answer = "Price [1]. Fact [1][4]."
+
+    assert citation_integrity(answer, [YAHOO, REUTERS, WWW_REUTERS], dropped=2) == {
+        "markers": 5,
+        "resolved": 2,
+        "unresolved": 3,
+        "uncited_sources": [2, 3],
+    }
+
+
+def test_market_values_are_every_finite_number_of_the_payloads_by_absolute_value():
+    values = market_values([{"a": -1.5, "b": [2, {"c": 3.0}], "flag": True, "name": "x", "nan": float("nan")}])
+
+    assert values == [1.5, 2.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "checked", "unmatched"),
+    [
+        ("AAPL trades at $196.45 [1].", 1, []),
+        ("AAPL is down 3.03 USD (-1.52%) [1].", 2, []),
+        ("Its market cap is $2.93 trillion [1].", 1, []),
+        ("Its market cap is 2,927,105 million dollars [1].", 1, []),
+        ("Volume was 51,234,567 shares [1].", 1, []),
+        ("AAPL trades at $197.10 [1].", 1, ["$197.10"]),
+        ("It rose 4.2% this year [1].", 1, ["4.2%"]),
+        ("As of 2025-06-13 20:00 UTC, 3 analysts in 2025 say buy [1].", 0, []),
+        ("AAPL trades at $197.10 [2].", 0, []),  # cites the web, not market data: not checked
+    ],
+)
+def test_numbers_citing_market_data_must_match_a_market_data_value(sentence, checked, unmatched):
+    result = unmatched_numbers(sentence, [YAHOO, REUTERS], market_values([QUOTE]))
+
+    assert result == {"checked": checked, "unmatched": len(unmatched), "unmatched_values": unmatched}
+
+
+def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
+    ledger = UsageLedger()
+    ledger.record("gpt-5-mini", ModelUsage(calls=2, input_tokens=100, output_tokens=20, reasoning_tokens=8))
+    ledger.record("gpt-5.2-chat-latest", ModelUsage(calls=3, input_tokens=300, output_tokens=90))
+    record = RunRecord(
+        requested_mode="auto",
+        mode="research",
+        outcomes=[
+            SubQuestionOutcome(id="q1", type="numerical", planned_route="market_data", route="market_data", status="answered"),
+            SubQuestionOutcome(id="q2", type="numerical", planned_route="market_data", route="web_search",
+                               status="answered", fallback_reason="no_data"),
+            SubQuestionOutcome(id="q3", type="qualitative", planned_route="web_search", route="web_search",
+                               status="failed", error="upstream_error"),
+            SubQuestionOutcome(id="q4", type="analytical", planned_route="synthesis", route="synthesis", status="deferred"),
+        ],
+        rounds=2,
+        max_rounds=3,
+        stop_reason="threshold",
+        timings={"total_ms": 1200},
+        usage=ledger,
+        answer="AAPL trades at $196.45 [1]; Reuters agrees [2].",
+        sources=[YAHOO, REUTERS, WWW_REUTERS],
+        market_values=market_values([QUOTE]),
+    )
+
+    signals = compute_signals(record)
+
+    assert signals["sub_questions"] == {
+        "total": 4,
+        "by_type": {"numerical": 2, "qualitative": 1, "analytical": 1},
+        "by_route": {"market_data": 2, "web_search": 1, "synthesis": 1},
+    }
+    assert (signals["market_data_hits"], signals["web_hits"], signals["fallbacks"], signals["failed"]) == (1, 1, 1, 1)
+    assert signals["fallback_reasons"] == {"no_data": 1}
+    assert (signals["rounds"], signals["stop_reason"], signals["completed_early"]) == (2, "threshold", True)
+    assert signals["model_calls"] == 5 and signals["tokens"] == {"input": 400, "output": 110}
+    assert signals["by_model"]["gpt-5-mini"]["reasoning_tokens"] == 8
+    assert (signals["sources"], signals["distinct_domains"]) == (3, 2)
+    assert signals["citations"]["uncited_sources"] == [3]
+    assert signals["numbers"] == {"checked": 1, "unmatched": 0, "unmatched_values": []}
+
+
+def test_signals_are_logged_as_one_json_line(caplog):
+    with caplog.at_level(logging.INFO, logger="datascraper.quality"):
+        log_signals({"mode": "quick", "fast_path": True})
+
+    [line] = [r for r in caplog.records if r.name == "datascraper.quality"]
+    assert json.loads(line.getMessage()) == {"event": "research_run", "mode": "quick", "fast_path": True}
+
+
+async def test_a_research_run_stores_and_logs_its_signals(fake_openai, market_data, research_env, caplog):
+    research_env(RESEARCH_MAX_ITERATIONS="3")
+    script_analysis(
+        fake_openai,
+        sub("Apple's quote?", "numerical", ["AAPL"], "quote"),
+        sub("Apple news?"),
+        sub("Better or worse?", "analytical"),
+    )
+    fake_openai.script(TextReply([Sentence("Apple launched a phone.", cites=[(REUTERS.url, "Reuters")])]), when=has_web_search)
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "AAPL trades at 196.45 USD [1], not 250.00 USD [1]. News [2].")
+
+    with caplog.at_level(logging.INFO, logger="datascraper.quality"):
+        events = await run("How is Apple doing?")
+
+    signals = summary_of(events).signals
+    assert signals["mode"] == "research" and signals["requested_mode"] == "auto"
+    assert signals["fast_path"] is False and signals["analysis_fallback"] is None
+    assert signals["sub_questions"]["by_route"] == {"market_data": 1, "web_search": 1, "synthesis": 1}
+    assert (signals["market_data_hits"], signals["web_hits"], signals["fallbacks"]) == (1, 1, 0)
+    assert (signals["rounds"], signals["stop_reason"], signals["completed_early"]) == (1, "complete", True)
+    assert signals["model_calls"] == 4
+    assert set(signals["by_model"]) == {"gpt-5-mini", "gpt-5.2-chat-latest"}
+    assert (signals["sources"], signals["distinct_domains"]) == (2, 2)
+    assert signals["citations"] == {"markers": 3, "resolved": 3, "unresolved": 0, "uncited_sources": []}
+    assert signals["numbers"] == {"checked": 2, "unmatched": 1, "unmatched_values": ["250.00"]}
+    [line] = [r for r in caplog.records if r.name == "datascraper.quality"]
+    assert json.loads(line.getMessage())["stop_reason"] == "complete"
+
+
+async def test_a_failed_gap_detector_is_a_signal_not_a_crash(fake_openai, research_env):
+    script_analysis(fake_openai, sub("Apple news?"))
+    fake_openai.script(JsonReply(raw="[]"), when=is_gap_report)
+
+    events = await run("Apple?", mode="research")
+
+    signals = summary_of(events).signals
+    assert signals["gap_detector_fallback"] == "invalid_model_output"
+    assert signals["completed_early"] is True
