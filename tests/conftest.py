@@ -4,7 +4,7 @@ import httpx2
 import pytest
 from django.contrib.auth import get_user_model
 
-from tests.live_server import LiveAsgiServer
+from tests.asgi_server import ThreadedAsgiServer
 
 pytest_plugins = ["tests.fakes.openai_fixtures"]
 
@@ -15,7 +15,7 @@ def live_server_url(django_db_setup, django_db_blocker):
     from config.asgi import application
 
     with django_db_blocker.unblock():
-        server = LiveAsgiServer(application).start()
+        server = ThreadedAsgiServer(application, name="app-under-test").start()
         yield server.url
         server.stop()
 

@@ -37,10 +37,10 @@ def page_server_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     from config.asgi import application
-    from tests.live_server import LiveAsgiServer
+    from tests.asgi_server import ThreadedAsgiServer
 
     app = application if isinstance(application, ASGIStaticFilesHandler) else ASGIStaticFilesHandler(application)
     with django_db_blocker.unblock():
-        server = LiveAsgiServer(app).start()
+        server = ThreadedAsgiServer(app, name="page-under-test").start()
         yield server.url
         server.stop()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 import uuid
@@ -32,8 +31,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import jsonschema
-import uvicorn
 from pydantic import BaseModel
+
+from tests.asgi_server import ThreadedAsgiServer
 
 # --- replies: what a test scripts -------------------------------------------------------------------------
 
@@ -192,6 +192,9 @@ class RecordedRequest:
     @property
     def instructions(self) -> str:
         return self.body.get("instructions") or ""
+
+    def mark_ended(self) -> None:
+        self.ended_at = time.monotonic()
 
     def overlaps(self, other: RecordedRequest) -> bool:
         end = self.ended_at if self.ended_at is not None else float("inf")
@@ -496,6 +499,7 @@ class _Exchange:
         self._send = send
         self.started = False
         self.disconnected = False
+        self.on_last_write: Callable[[], None] | None = None
 
     async def read_body(self) -> bytes:
         chunks: list[bytes] = []
@@ -527,6 +531,9 @@ class _Exchange:
         self.started = True
 
     async def write(self, data: bytes, *, more: bool) -> None:
+        if not more and self.on_last_write is not None:
+            # Called before the last byte leaves: a client that has read the response sees its effect.
+            self.on_last_write()
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
     async def respond_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
@@ -550,8 +557,7 @@ class FakeOpenAIServer:
         self._default: Reply | None = None
         self._requests: list[RecordedRequest] = []
         self.errors: list[str] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadedAsgiServer | None = None
         self.port = 0
 
     # lifecycle
@@ -561,39 +567,14 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> FakeOpenAIServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self._app,
-            log_config=None,  # leave the process's logging alone (pytest and Django configure it)
-            interface="asgi3",
-            lifespan="off",
-            loop="asyncio",
-            http="h11",
-            ws="none",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-openai", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("The fake OpenAI server did not start.")
-            time.sleep(0.01)
+        self._server = ThreadedAsgiServer(self._app, name="fake-openai").start()
+        self.port = self._server.port
         return self
 
     def stop(self) -> None:
-        if self._server is None or self._thread is None:
-            return
-        self._server.should_exit = True
-        self._server.force_exit = True
-        self._thread.join(timeout=10)
-        self._server = self._thread = None
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
@@ -661,6 +642,7 @@ class FakeOpenAIServer:
         request = RecordedRequest(
             method=scope["method"], path=scope["path"], headers=headers, body={}, started_at=time.monotonic()
         )
+        exchange.on_last_write = request.mark_ended
         with self._lock:
             self._requests.append(request)
         try:
@@ -673,7 +655,8 @@ class FakeOpenAIServer:
                 await exchange.respond_json(500, ErrorReply(500).body())
                 request.status = 500
         finally:
-            request.ended_at = time.monotonic()
+            if request.ended_at is None:
+                request.mark_ended()
 
     async def _serve(self, request: RecordedRequest, exchange: _Exchange) -> None:
         if request.method != "POST" or request.path != "/v1/responses":
