@@ -17,7 +17,10 @@ from datascraper.market_data.yahoo import DEFAULT_UPSTREAM_TIMEOUT_S, TickerFact
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m datascraper.mcp_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m datascraper.mcp_server",
+        description="The Yahoo Finance MCP server: stdio by default, streamable HTTP on 127.0.0.1 with --http.",
+    )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP on 127.0.0.1 instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     parser.add_argument(
