@@ -25,6 +25,7 @@ from datascraper.errors import ResearchError, StreamInterrupted, UpstreamError
 from datascraper.llm import get_openai_client, model_kwargs, translate_error, usage_from_response
 from datascraper.models_config import get_research_config
 from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageLedger
+from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 WEB_SEARCH_TOOL: dict[str, str] = {"type": "web_search"}
 
@@ -125,50 +126,30 @@ class _CitedPage:
     title: str
 
 
-class CitationRewriter:
+class CitationRewriter(StreamRewriter):
     """Rewrites streamed answer text: each inline citation link becomes `[n]`, numbered per URL.
 
-    `feed` returns the text that is safe to show now. Only a segment that could still turn out to be a
-    citation link is held back, and never more than `max_held_chars` of it. Numbers start after
-    `source_offset` so a caller can merge the sources of several answers into one list.
+    Only a segment that could still turn out to be a citation link is held back, and never more than
+    `max_held_chars` of it. Numbers start after `source_offset` so a caller can merge the sources of
+    several answers into one list.
     """
 
+    opener = "("
+
     def __init__(self, *, source_offset: int = 0, max_held_chars: int = 500) -> None:
+        super().__init__()
+        self.max_held = max_held_chars
         self._next_n = source_offset + 1
-        self._max_held_chars = max_held_chars
-        self._held = ""
         self._pages: dict[str, _CitedPage] = {}
 
-    def feed(self, text: str) -> str:
-        self._held += text
-        shown: list[str] = []
-        while self._held:
-            start = self._held.find("(")
-            if start == -1:
-                shown.append(self._held)
-                self._held = ""
-                break
-            shown.append(self._held[:start])
-            self._held = self._held[start:]
-            scan = _scan_citation_group(self._held)
-            if scan.state is _Scan.COMPLETE:
-                numbers = dict.fromkeys(self.cite(url, label, from_link=True) for label, url in scan.links)
-                shown.append("".join(f"[{n}]" for n in numbers))
-                self._held = self._held[scan.end :]
-            elif scan.state is _Scan.PARTIAL:
-                if len(self._held) > self._max_held_chars:
-                    shown.append(self._held)
-                    self._held = ""
-                break
-            else:
-                shown.append("(")
-                self._held = self._held[1:]
-        return "".join(shown)
-
-    def flush(self) -> str:
-        """Whatever is still held back, as plain text: the answer ended without closing it."""
-        held, self._held = self._held, ""
-        return held
+    def scan(self, text: str) -> tuple[str, int] | str | None:
+        scan = _scan_citation_group(text)
+        if scan.state is _Scan.PARTIAL:
+            return INCOMPLETE
+        if scan.state is _Scan.NOT_A_GROUP:
+            return None
+        numbers = dict.fromkeys(self.cite(url, label, from_link=True) for label, url in scan.links)
+        return "".join(f"[{n}]" for n in numbers), scan.end
 
     def cite(self, url: str, title: str, *, from_link: bool = False) -> int:
         """The number of `url`'s source, registering it if new.

@@ -12,7 +12,6 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from datetime import date
 
 from datascraper import prompts
@@ -22,6 +21,7 @@ from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import ChatTurn, DeltaEvent, Source, SourceKind, UsageLedger
+from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
 MARKET_DATA_PAYLOAD_CHARS = 8_000
@@ -112,48 +112,31 @@ def render_source_list(sources: Sequence[Source]) -> str:
 
 _GROUP = re.compile(r"\[\s*(\d{1,4}(?:\s*,\s*\d{1,4})*)\s*\]")
 _PARTIAL_GROUP = re.compile(r"\[[\d,\s]*")
-_MAX_HELD = 40
 
 
-@dataclass
-class CitationGuard:
+class CitationGuard(StreamRewriter):
     """Passes streamed text through, checking each `[n]` or `[n, m]` marker against the source numbers.
 
     A marker that resolves is kept (a group is written as `[n][m]`); one that does not is dropped and
     counted. Only text that could still be a marker is held back, at most a few characters.
     """
 
-    valid: set[int]
-    resolved: int = 0
-    dropped: int = 0
-    _held: str = field(default="", repr=False)
+    opener = "["
+    max_held = 40
 
-    def feed(self, text: str) -> str:
-        self._held += text
-        shown: list[str] = []
-        while self._held:
-            start = self._held.find("[")
-            if start == -1:
-                shown.append(self._held)
-                self._held = ""
-                break
-            shown.append(self._held[:start])
-            self._held = self._held[start:]
-            group = _GROUP.match(self._held)
-            if group is not None:
-                shown.append(self._check(group[1]))
-                self._held = self._held[group.end() :]
-                continue
-            partial = _PARTIAL_GROUP.fullmatch(self._held)
-            if partial is not None and len(self._held) < _MAX_HELD:
-                break  # may still become a marker
-            shown.append("[")
-            self._held = self._held[1:]
-        return "".join(shown)
+    def __init__(self, valid: set[int]) -> None:
+        super().__init__()
+        self.valid = valid
+        self.resolved = 0
+        self.dropped = 0
 
-    def flush(self) -> str:
-        held, self._held = self._held, ""
-        return held
+    def scan(self, text: str) -> tuple[str, int] | str | None:
+        group = _GROUP.match(text)
+        if group is not None:
+            return self._check(group[1]), group.end()
+        if _PARTIAL_GROUP.fullmatch(text) is not None:
+            return INCOMPLETE
+        return None
 
     def _check(self, group: str) -> str:
         kept = []
