@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import httpx2
 import pytest
-from django.contrib.auth import get_user_model
 
 from tests.asgi_server import ThreadedAsgiServer
 
@@ -20,39 +19,35 @@ def live_server_url(django_db_setup, django_db_blocker):
         server.stop()
 
 
-@pytest.fixture
-def api_key(transactional_db) -> str:
+def _key_for(username: str) -> str:
     from chat.services.api_keys import create_api_key
 
-    _, key = create_api_key("alice")
-    return key
+    return create_api_key(username)[1]
+
+
+@pytest.fixture
+def api_key(transactional_db) -> str:
+    return _key_for("alice")
 
 
 @pytest.fixture
 def other_api_key(transactional_db) -> str:
-    from chat.services.api_keys import create_api_key
+    return _key_for("mallory")
 
-    _, key = create_api_key("mallory")
-    return key
+
+def _client(url: str, key: str) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=20)
 
 
 @pytest.fixture
 async def api(live_server_url, api_key):
     """An HTTP client of the live app, authenticated as alice."""
-    async with httpx2.AsyncClient(
-        base_url=live_server_url, headers={"Authorization": f"Bearer {api_key}"}, timeout=20
-    ) as client:
+    async with _client(live_server_url, api_key) as client:
         yield client
 
 
 @pytest.fixture
 async def other_api(live_server_url, other_api_key):
-    async with httpx2.AsyncClient(
-        base_url=live_server_url, headers={"Authorization": f"Bearer {other_api_key}"}, timeout=20
-    ) as client:
+    """The same app as mallory, who must never see alice's data."""
+    async with _client(live_server_url, other_api_key) as client:
         yield client
-
-
-@pytest.fixture
-def user_model():
-    return get_user_model()
