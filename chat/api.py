@@ -27,7 +27,7 @@ from chat.schemas import (
     RunOut,
 )
 from chat.services.conversations import create_conversation, post_user_message
-from chat.services.runs import cancel_run, launch_run
+from chat.services.runs import cancel_run, launch_run, reap_if_orphaned
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +218,10 @@ def _run_out(run: ResearchRun) -> RunOut:
 
 @api.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"])
 async def get_run(request: HttpRequest, run_id: uuid.UUID):
-    return _run_out(await _run_or_404(request.auth, run_id))
+    run = await _run_or_404(request.auth, run_id)
+    if await reap_if_orphaned(run.id):
+        run = await _run_or_404(request.auth, run_id)
+    return _run_out(run)
 
 
 @api.post("/runs/{run_id}/cancel", response={202: Accepted, 409: ErrorOut, **ERRORS}, tags=["runs"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -72,9 +72,22 @@ class RunEventRecord:
 KEEPALIVE = None
 
 
-async def iter_run_events(channel: str, last_id: int) -> AsyncIterator[RunEventRecord | None]:
+def stored_events(channel: str) -> list[RunEventRecord]:
+    """Every stored event of `channel`, in order (a synchronous read)."""
+    records: list[RunEventRecord] = []
+    while True:
+        batch = _read_after(channel, records[-1].id if records else 0)
+        records.extend(RunEventRecord(event.id, event.type, event.data) for event in batch)
+        if len(batch) < READ_BATCH:
+            return records
+
+
+async def iter_run_events(
+    channel: str, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
+) -> AsyncIterator[RunEventRecord | None]:
     """Stored events of `channel` after `last_id`, in order and exactly once, ending after the terminal
-    event. Yields `KEEPALIVE` (None) after each quiet period so a streaming response can ping its client."""
+    event. Yields `KEEPALIVE` (None) after each quiet period so a streaming response can ping its client;
+    `on_idle` runs first (it may publish the terminal event of a run nobody is answering any more)."""
     listener = Listener()
     listener.channels = {channel}
     listener.assign_loop()
@@ -100,16 +113,20 @@ async def iter_run_events(channel: str, last_id: int) -> AsyncIterator[RunEventR
                 try:
                     await asyncio.wait_for(listener.aevent.wait(), timeout=KEEPALIVE_SECONDS)
                 except TimeoutError:
+                    if on_idle is not None:
+                        await on_idle()
                     yield KEEPALIVE
     finally:
         manager.remove_listener(listener)
 
 
-async def stream_run_events(channel: str, last_id: int) -> AsyncIterator[str]:
+async def stream_run_events(
+    channel: str, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
+) -> AsyncIterator[str]:
     """SSE frames for `channel` after `last_id`, ending after the run's terminal event."""
     yield OPENING
     try:
-        async for record in iter_run_events(channel, last_id):
+        async for record in iter_run_events(channel, last_id, on_idle=on_idle):
             if record is KEEPALIVE:
                 yield "event: keep-alive\ndata:\n\n"
             else:

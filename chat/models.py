@@ -62,6 +62,11 @@ class Message(models.Model):
         return f"{self.role}: {self.content[:60]}"
 
 
+def run_channel(run_id: uuid.UUID) -> str:
+    """The django-eventstream channel carrying a run's events."""
+    return f"run-{run_id}"
+
+
 class ResearchRun(models.Model):
     """One answer being produced: its lifecycle, what the router did, and what it cost."""
 
@@ -89,6 +94,9 @@ class ResearchRun(models.Model):
     mode = models.CharField(max_length=16, blank=True, help_text="The path the router took: quick or research.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     cancel_requested = models.BooleanField(default=False)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the process answering the run."
+    )
     plan = models.JSONField(default=dict, blank=True)
     rounds = models.JSONField(default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)
@@ -107,8 +115,7 @@ class ResearchRun(models.Model):
 
     @property
     def channel(self) -> str:
-        """The django-eventstream channel carrying this run's events."""
-        return f"run-{self.id}"
+        return run_channel(self.id)
 
     @property
     def is_finished(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -13,6 +14,7 @@ from django_eventstream.utils import get_storage
 from chat import selectors
 from chat.callers import AuthenticationFailed, resolve_caller
 from chat.events import InvalidLastEventId, parse_last_event_id, stream_run_events
+from chat.services.runs import reap_if_orphaned
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
@@ -37,7 +39,9 @@ async def run_events(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
         return _error(400, "invalid_last_event_id", str(exc))
     if last_id > await sync_to_async(get_storage().get_current_id)(run.channel):
         return _error(400, "invalid_last_event_id", "Last-Event-ID is beyond the last event of this run.")
-    response = StreamingHttpResponse(stream_run_events(run.channel, last_id), content_type="text/event-stream")
+    await reap_if_orphaned(run.id)
+    stream = stream_run_events(run.channel, last_id, on_idle=partial(reap_if_orphaned, run.id))
+    response = StreamingHttpResponse(stream, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

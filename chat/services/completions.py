@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import transaction
 
@@ -18,6 +19,7 @@ from chat.callers import Caller
 from chat.events import KEEPALIVE, iter_run_events
 from chat.models import Message, ResearchRun
 from chat.services.conversations import create_conversation, post_user_message
+from chat.services.runs import reap_if_orphaned
 from datascraper.schemas import ChatTurn, Mode, Source, SourcesEvent, UsageLedger
 
 
@@ -83,7 +85,7 @@ async def follow_answer(run: ResearchRun) -> AsyncGenerator[AnswerPiece, None]:
     the caller to discard or keep).
     """
     sources: list[Source] = []
-    async for record in iter_run_events(run.channel, 0):
+    async for record in iter_run_events(run.channel, 0, on_idle=partial(reap_if_orphaned, run.pk)):
         if record is KEEPALIVE:
             yield None
         elif record.type == "delta":

@@ -13,13 +13,14 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from chat.events import apublish
-from chat.models import Message, ResearchRun
+from chat.events import apublish, stored_events
+from chat.models import Message, ResearchRun, run_channel
 from chat.selectors import history_before
 from datascraper.errors import ResearchError
 from datascraper.research_engine import run_research
@@ -30,6 +31,9 @@ logger = logging.getLogger(__name__)
 DELTA_FLUSH_CHARS = 200
 DELTA_FLUSH_SECONDS = 0.05
 CANCEL_POLL_SECONDS = 1.0
+HEARTBEAT_SECONDS = 10.0
+# A run with no sign of life for this long lost its process (a restart, a crash): it will never finish.
+ORPHANED_AFTER = timedelta(seconds=60)
 
 ResearchFn = Callable[[ResearchQuery], AsyncIterator[ResearchEvent]]
 
@@ -45,6 +49,9 @@ class RunFailure:
 
 
 CANCELLED = RunFailure(ResearchRun.Status.CANCELLED, "cancelled", "The run was cancelled.")
+INTERRUPTED = RunFailure(
+    ResearchRun.Status.ERROR, "interrupted", "The server stopped while answering; please ask again."
+)
 
 
 class DeltaCoalescer:
@@ -83,21 +90,26 @@ def _build_query(run: ResearchRun) -> ResearchQuery:
 
 
 @sync_to_async
-def _start(run_id: uuid.UUID) -> tuple[str, ResearchQuery] | None:
+def _start(run_id: uuid.UUID) -> ResearchQuery | None:
     """Mark a queued run running; None when it is not queued (already taken, or finished)."""
     with transaction.atomic():
         run = ResearchRun.objects.select_for_update().select_related("user_message").get(pk=run_id)
         if run.status != ResearchRun.Status.QUEUED:
             return None
         run.status = ResearchRun.Status.RUNNING
-        run.started_at = timezone.now()
-        run.save(update_fields=["status", "started_at"])
-    return run.channel, _build_query(run)
+        run.started_at = run.heartbeat_at = timezone.now()
+        run.save(update_fields=["status", "started_at", "heartbeat_at"])
+    return _build_query(run)
 
 
 @sync_to_async
 def _is_cancel_requested(run_id: uuid.UUID) -> bool:
     return ResearchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+@sync_to_async
+def _beat(run_id: uuid.UUID) -> None:
+    ResearchRun.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
 
 
 @sync_to_async
@@ -125,9 +137,14 @@ def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message:
 
 @sync_to_async
 @transaction.atomic
-def _finish_failed(run_id: uuid.UUID, failure: RunFailure, text: str, sources: list[dict]) -> Message | None:
-    """Record the failure; a partial answer is kept, marked incomplete, so nothing streamed is lost."""
+def _finish_failed(
+    run_id: uuid.UUID, failure: RunFailure, text: str, sources: list[dict]
+) -> tuple[bool, Message | None]:
+    """Record the failure unless the run has already finished; a partial answer is kept, marked
+    incomplete, so nothing streamed is lost. Returns whether this call finished the run, and the answer."""
     run = ResearchRun.objects.select_for_update().get(pk=run_id)
+    if run.is_finished:
+        return False, None
     answer = None
     if text.strip():
         answer = Message.objects.create(
@@ -142,16 +159,33 @@ def _finish_failed(run_id: uuid.UUID, failure: RunFailure, text: str, sources: l
     run.error = {"code": failure.code, "message": failure.message}
     run.finished_at = timezone.now()
     run.save(update_fields=["answer", "status", "error", "finished_at"])
-    return answer
+    return True, answer
 
 
-async def _watch_for_cancel(run_id: uuid.UUID, task: asyncio.Task) -> None:
-    """Cancel requests may land in another server process: poll the flag while the run lasts."""
+async def _fail(run_id: uuid.UUID, failure: RunFailure, text: str, sources: list[dict]) -> None:
+    """Store the failure and publish the run's one `error` event."""
+    finished_now, answer = await _finish_failed(run_id, failure, text, sources)
+    if not finished_now:
+        return
+    data = {"code": failure.code, "message": failure.message}
+    if answer is not None:
+        data["message_id"] = str(answer.id)
+    await apublish(run_channel(run_id), "error", data)
+
+
+async def _watch(run_id: uuid.UUID, task: asyncio.Task) -> None:
+    """While the run lasts: poll the cancel flag (a cancel request may land in another server process)
+    and leave a heartbeat, by which a run whose process died is recognised as orphaned."""
+    since_beat = 0.0
     while not task.done():
         await asyncio.sleep(CANCEL_POLL_SECONDS)
         if await _is_cancel_requested(run_id):
             task.cancel()
             return
+        since_beat += CANCEL_POLL_SECONDS
+        if since_beat >= HEARTBEAT_SECONDS:
+            await _beat(run_id)
+            since_beat = 0.0
 
 
 async def _research(
@@ -185,17 +219,16 @@ async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research) ->
 
 
 async def _execute(run_id: uuid.UUID, research: ResearchFn) -> None:
-    channel = f"run-{run_id}"
+    channel = run_channel(run_id)
     deltas = DeltaCoalescer(channel)
     sources: list[dict] = []
     try:
-        started = await _start(run_id)
-        if started is None:
+        query = await _start(run_id)
+        if query is None:
             return
-        channel, query = started
         if await _is_cancel_requested(run_id):
             raise asyncio.CancelledError
-        watcher = asyncio.create_task(_watch_for_cancel(run_id, asyncio.current_task()))
+        watcher = asyncio.create_task(_watch(run_id, asyncio.current_task()))
         try:
             summary = await _research(channel, query, research, deltas, sources)
         finally:
@@ -212,11 +245,7 @@ async def _execute(run_id: uuid.UUID, research: ResearchFn) -> None:
         await apublish(channel, "done", {"message_id": str(answer.id), "run_id": str(run_id), "signals": summary.signals})
         return
     await deltas.flush()
-    answer = await _finish_failed(run_id, failure, deltas.text, sources)
-    data = {"code": failure.code, "message": failure.message}
-    if answer is not None:
-        data["message_id"] = str(answer.id)
-    await apublish(channel, "error", data)
+    await _fail(run_id, failure, deltas.text, sources)
 
 
 def launch_run(run_id: uuid.UUID) -> asyncio.Task:
@@ -234,10 +263,41 @@ def request_cancel(run: ResearchRun) -> bool:
     return bool(updated)
 
 
+@sync_to_async
+def _orphan_evidence(run_id: uuid.UUID) -> tuple[str, list[dict]] | None:
+    """The partial answer of an orphaned run, rebuilt from its stored events; None if it is not orphaned."""
+    run = ResearchRun.objects.filter(pk=run_id).first()
+    if run is None or run.is_finished or run_id in _tasks:
+        return None
+    if timezone.now() - (run.heartbeat_at or run.created_at) <= ORPHANED_AFTER:
+        return None
+    text, sources = [], []
+    for event in stored_events(run.channel):
+        if event.type == "delta":
+            text.append(event.data["text"])
+        elif event.type == "sources":
+            sources = event.data["sources"]
+    return "".join(text), sources
+
+
+async def reap_if_orphaned(run_id: uuid.UUID) -> bool:
+    """End a run whose process died (it stays `running` forever otherwise) with an `interrupted` error,
+    keeping what it had streamed. Called when someone looks at the run; True when it was reaped."""
+    evidence = await _orphan_evidence(run_id)
+    if evidence is None:
+        return False
+    text, sources = evidence
+    await _fail(run_id, INTERRUPTED, text, sources)
+    return True
+
+
 async def cancel_run(run: ResearchRun) -> bool:
     if not await request_cancel(run):
         return False
     task = _tasks.get(run.id)
     if task is not None:
         task.cancel()
+    else:
+        # Answered by another process, which sees the flag within a second, or by none any more.
+        await reap_if_orphaned(run.id)
     return True

@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,8 +144,8 @@ def cut_first_stream(monkeypatch) -> None:
     stream_run_events = views.stream_run_events
     cut_channels: set[str] = set()
 
-    async def cut_after_first_delta(channel: str, last_id: int) -> AsyncIterator[str]:
-        frames = stream_run_events(channel, last_id)
+    async def cut_after_first_delta(channel: str, last_id: int, **options: Any) -> AsyncIterator[str]:
+        frames = stream_run_events(channel, last_id, **options)
         try:
             async for frame in frames:
                 yield frame
@@ -153,11 +154,11 @@ def cut_first_stream(monkeypatch) -> None:
         finally:
             await frames.aclose()
 
-    def stream(channel: str, last_id: int) -> AsyncIterator[str]:
+    def stream(channel: str, last_id: int, **options: Any) -> AsyncIterator[str]:
         if channel in cut_channels:
-            return stream_run_events(channel, last_id)
+            return stream_run_events(channel, last_id, **options)
         cut_channels.add(channel)
-        return cut_after_first_delta(channel, last_id)
+        return cut_after_first_delta(channel, last_id, **options)
 
     monkeypatch.setattr(views, "stream_run_events", stream)
 

@@ -1,0 +1,104 @@
+"""A run whose server process died is ended as `interrupted` when someone looks, keeping what it streamed."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from chat.events import publish
+from chat.models import ApiKey, Conversation, Message, ResearchRun
+from chat.services import runs
+from tests.chat.test_runs import ask, wait_finished
+from tests.fakes.openai_server import TextReply
+from tests.sse import read_events
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SOURCES = [{"n": 1, "title": "Apple Q4 - Reuters", "url": "https://www.reuters.com/apple-q4", "kind": "web"}]
+
+
+@sync_to_async
+def abandoned_run(*, silent_for: timedelta) -> ResearchRun:
+    """A run some dead process had started and streamed part of an answer for."""
+    owner = ApiKey.objects.get().user
+    conversation = Conversation.objects.create(user=owner, title="Apple")
+    question = Message.objects.create(conversation=conversation, role="user", content="How did Apple do?")
+    run = ResearchRun.objects.create(
+        conversation=conversation,
+        user_message=question,
+        status=ResearchRun.Status.RUNNING,
+        heartbeat_at=timezone.now() - silent_for,
+    )
+    publish(run.channel, "status", {"phase": "synthesizing", "label": "Writing", "detail": ""})
+    publish(run.channel, "delta", {"text": "Apple grew "})
+    publish(run.channel, "delta", {"text": "8% [1]."})
+    publish(run.channel, "sources", {"sources": SOURCES})
+    return run
+
+
+async def test_looking_at_an_abandoned_run_ends_it_and_keeps_its_partial_answer(api):
+    run = await abandoned_run(silent_for=timedelta(minutes=5))
+
+    shown = (await api.get(f"/api/runs/{run.id}")).json()
+
+    assert shown["status"] == "error" and shown["error"]["code"] == "interrupted"
+    partial = await Message.objects.aget(pk=shown["message_id"])
+    assert (partial.content, partial.status, partial.sources) == ("Apple grew 8% [1].", "incomplete", SOURCES)
+    events = await read_events(api, f"/api/runs/{run.id}/events")
+    assert [e.type for e in events] == ["status", "delta", "delta", "sources", "error"]
+    assert events[-1].data == {
+        "code": "interrupted",
+        "message": "The server stopped while answering; please ask again.",
+        "message_id": shown["message_id"],
+    }
+
+
+async def test_a_subscriber_waiting_on_a_run_that_goes_silent_gets_one_error(api, monkeypatch):
+    monkeypatch.setattr("chat.events.KEEPALIVE_SECONDS", 0.05)
+    run = await abandoned_run(silent_for=timedelta(seconds=50))  # not yet orphaned when the stream opens
+    monkeypatch.setattr(runs, "ORPHANED_AFTER", timedelta(seconds=0))
+
+    events = await read_events(api, f"/api/runs/{run.id}/events")
+
+    assert [e.type for e in events][-2:] == ["sources", "error"]
+    assert [e.type for e in events].count("error") == 1
+    assert (await ResearchRun.objects.aget(pk=run.id)).error["code"] == "interrupted"
+
+
+async def test_a_recently_active_run_is_left_alone(api):
+    run = await abandoned_run(silent_for=timedelta(seconds=5))
+
+    shown = (await api.get(f"/api/runs/{run.id}")).json()
+
+    assert shown["status"] == "running" and shown["error"] is None
+
+
+async def test_a_run_answered_in_this_process_is_never_reaped_and_leaves_heartbeats(api, fake_openai, monkeypatch):
+    monkeypatch.setattr(runs, "ORPHANED_AFTER", timedelta(seconds=0))
+    monkeypatch.setattr(runs, "CANCEL_POLL_SECONDS", 0.02)
+    monkeypatch.setattr(runs, "HEARTBEAT_SECONDS", 0.02)
+    fake_openai.script(TextReply(chunk_chars=4, delta_delay=0.03))
+    accepted = await ask(api)
+
+    beats = set()
+    while (run := await ResearchRun.objects.aget(pk=accepted["run_id"])).status in ("queued", "running"):
+        beats.add(run.heartbeat_at)
+        assert (await api.get(f"/api/runs/{run.id}")).json()["status"] in ("queued", "running", "done")
+        await asyncio.sleep(0.02)
+
+    assert (await wait_finished(api, accepted["run_id"]))["status"] == "done"
+    assert len(beats - {None}) >= 2
+
+
+async def test_cancelling_an_abandoned_run_ends_it_at_once(api):
+    run = await abandoned_run(silent_for=timedelta(minutes=5))
+
+    response = await api.post(f"/api/runs/{run.id}/cancel")
+
+    assert response.status_code == 202
+    stored = await ResearchRun.objects.aget(pk=run.id)
+    assert stored.status == "error" and stored.error["code"] == "interrupted"
