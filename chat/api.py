@@ -185,7 +185,9 @@ async def get_conversation(request: HttpRequest, conversation_id: uuid.UUID):
 )
 async def post_message(request: HttpRequest, conversation_id: uuid.UUID, payload: MessageIn):
     conversation = await _conversation_or_404(request.auth, conversation_id)
-    run = await sync_to_async(post_user_message)(conversation, content=payload.content, mode=payload.mode)
+    run = await sync_to_async(post_user_message)(
+        conversation, content=payload.content, mode=payload.mode, timezone=payload.timezone or ""
+    )
     launch_run(run.id)
     return Status(
         202,

@@ -91,6 +91,7 @@ class ResearchRun(models.Model):
         Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by"
     )
     requested_mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.AUTO)
+    timezone = models.CharField(max_length=64, blank=True, help_text="The asker's IANA time zone, if given.")
     mode = models.CharField(max_length=16, blank=True, help_text="The path the router took: quick or research.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     cancel_requested = models.BooleanField(default=False)

@@ -5,10 +5,20 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_QUESTION_CHARS = 8000
+
+
+def known_timezone(name: str) -> str:
+    """`name` if it is an IANA time zone this machine knows; ValueError otherwise."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'America/New_York'") from None
+    return name
 
 
 class ErrorDetail(BaseModel):
@@ -57,6 +67,11 @@ class MessageIn(BaseModel):
 
     content: str
     mode: Literal["auto", "quick", "research"] = "auto"
+    timezone: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The asker's IANA time zone (e.g. Europe/Paris), so that 'today' and 'last quarter' are theirs.",
+    )
 
     @field_validator("content")
     @classmethod
@@ -67,6 +82,11 @@ class MessageIn(BaseModel):
         if len(value) > MAX_QUESTION_CHARS:
             raise ValueError(f"content must be at most {MAX_QUESTION_CHARS} characters")
         return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        return None if value is None else known_timezone(value)
 
 
 class MessageAccepted(BaseModel):

@@ -20,10 +20,12 @@ def title_from_question(question: str) -> str:
 
 
 @transaction.atomic
-def post_user_message(conversation: Conversation, *, content: str, mode: str) -> ResearchRun:
+def post_user_message(conversation: Conversation, *, content: str, mode: str, timezone: str = "") -> ResearchRun:
     """Store the question and the run that will answer it, together or not at all."""
     message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
     if not conversation.title:
         conversation.title = title_from_question(content)
     conversation.save(update_fields=["title", "updated_at"])
-    return ResearchRun.objects.create(conversation=conversation, user_message=message, requested_mode=mode)
+    return ResearchRun.objects.create(
+        conversation=conversation, user_message=message, requested_mode=mode, timezone=timezone
+    )

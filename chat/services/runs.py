@@ -86,7 +86,12 @@ def _build_query(run: ResearchRun) -> ResearchQuery:
         for m in history_before(run.user_message)
         if m.role in (Message.Role.USER, Message.Role.ASSISTANT)
     ]
-    return ResearchQuery(question=run.user_message.content, mode=run.requested_mode, history=history)
+    return ResearchQuery(
+        question=run.user_message.content,
+        mode=run.requested_mode,
+        history=history,
+        timezone=run.timezone or None,
+    )
 
 
 @sync_to_async

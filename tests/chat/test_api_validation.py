@@ -171,3 +171,15 @@ async def test_openapi_docs_are_served(api):
     schema = (await api.get("/api/openapi.json")).json()
     assert "/api/conversations/{conversation_id}/messages" in schema["paths"]
     assert "/api/runs/{run_id}/events" in schema["paths"]
+
+
+async def test_an_unknown_time_zone_is_a_400_and_stores_nothing(api):
+    conversation_id = await _conversation(api)
+
+    response = await api.post(
+        f"/api/conversations/{conversation_id}/messages", json={"content": "What happened today?", "timezone": "Mars/Base"}
+    )
+
+    assert response.status_code == 400
+    assert "time zone" in response.json()["error"]["message"]
+    assert await Message.objects.acount() == 0

@@ -213,3 +213,20 @@ async def test_follow_up_questions_carry_the_conversation_history(api, fake_open
     assert [turn["role"] for turn in last_input] == ["user", "assistant", "user"]
     assert last_input[0]["content"] == "What is Apple's ticker?"
     assert last_input[-1]["content"] == "And its CEO?"
+
+
+async def test_the_askers_time_zone_reaches_the_models(api, fake_openai):
+    conversation_id = (await api.post("/api/conversations", json={})).json()["id"]
+    accepted = (
+        await api.post(
+            f"/api/conversations/{conversation_id}/messages",
+            json={"content": "How did the market close today?", "timezone": "Pacific/Kiritimati"},
+        )
+    ).json()
+
+    await wait_finished(api, accepted["run_id"])
+
+    assert (await ResearchRun.objects.aget(pk=accepted["run_id"])).timezone == "Pacific/Kiritimati"
+    analysis = fake_openai.requests[0]
+    assert analysis.is_structured
+    assert "Pacific/Kiritimati" in analysis.instructions + analysis.input_text

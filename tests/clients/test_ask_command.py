@@ -107,13 +107,22 @@ def test_progress_goes_to_stderr_and_the_answer_with_sources_to_stdout(monkeypat
     ]
 
 
-def test_mode_option_reaches_the_router(monkeypatch):
+def test_mode_and_time_zone_options_reach_the_router(monkeypatch):
     seen: list[ResearchQuery] = []
     monkeypatch.setattr("chat.management.commands.ask.run_research", scripted_router(RESEARCH_EVENTS, seen=seen))
 
-    ask("  How did Apple do?  ", "--mode", "research")
+    ask("  How did Apple do?  ", "--mode", "research", "--timezone", "Asia/Tokyo")
 
-    assert [(q.question, q.mode, q.history) for q in seen] == [("How did Apple do?", "research", [])]
+    assert [(q.question, q.mode, q.history, q.timezone) for q in seen] == [
+        ("How did Apple do?", "research", [], "Asia/Tokyo")
+    ]
+
+
+def test_an_unknown_time_zone_is_refused_before_any_model_call(fake_openai):
+    with pytest.raises(CommandError, match="unknown time zone"):
+        ask("How did Apple do?", "--timezone", "Mars/Base")
+
+    assert fake_openai.requests == []
 
 
 def test_failure_keeps_the_partial_answer_and_raises_the_error_code(monkeypatch):

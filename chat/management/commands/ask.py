@@ -12,7 +12,7 @@ from typing import cast, get_args
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chat.schemas import MAX_QUESTION_CHARS
+from chat.schemas import MAX_QUESTION_CHARS, known_timezone
 from chat.services.completions import format_sources
 from datascraper.errors import ResearchError
 from datascraper.research_engine import run_research
@@ -44,20 +44,30 @@ class Command(BaseCommand):
             default="auto",
             help="auto lets the analyzer decide; quick forces one search; research forces decomposition.",
         )
+        parser.add_argument(
+            "--timezone",
+            default=None,
+            help="Your IANA time zone (e.g. Europe/Paris), so that 'today' and 'last quarter' are yours.",
+        )
 
-    def handle(self, *args: object, question: str, mode: Mode, **options: object) -> None:
+    def handle(self, *args: object, question: str, mode: Mode, timezone: str | None, **options: object) -> None:
         question = question.strip()
         if not question:
             raise CommandError("The question must not be empty.")
         if len(question) > MAX_QUESTION_CHARS:
             raise CommandError(f"The question must be at most {MAX_QUESTION_CHARS} characters.")
+        if timezone is not None:
+            try:
+                known_timezone(timezone)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
         self.stderr.style_func = None  # progress is not an error: no red
         # The router's INFO logs (per-run quality records) are for servers; show them from -v 2 on.
         quiet = cast(int, options["verbosity"]) < 2
         if quiet:
             logging.disable(logging.INFO)
         try:
-            asyncio.run(self.ask(ResearchQuery(question=question, mode=mode)))
+            asyncio.run(self.ask(ResearchQuery(question=question, mode=mode, timezone=timezone)))
         except KeyboardInterrupt:
             raise CommandError("cancelled: interrupted", returncode=EXIT_INTERRUPTED) from None
         finally:

@@ -75,6 +75,15 @@
   // --- safe rendering -------------------------------------------------------------------------------------
 
   /** The URL if it is absolute http(s), else null: no javascript:, data: or relative links from answers. */
+  // The asker's time zone, so "today" and "last quarter" are theirs; null when the browser cannot say.
+  function browserTimeZone() {
+    try {
+      return Intl.DateTimeFormat().resolvedOptions().timeZone || null;
+    } catch {
+      return null;
+    }
+  }
+
   function httpUrl(value) {
     try {
       const url = new URL(value);
@@ -548,7 +557,7 @@
       }
       const accepted = await api(`/api/conversations/${state.conversationId}/messages`, {
         method: "POST",
-        body: { content, mode: els.mode.value },
+        body: { content, mode: els.mode.value, timezone: browserTimeZone() },
       });
       els.question.value = "";
       appendUserTurn(content);
