@@ -12,12 +12,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.requirements: requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+$(VENV)/.requirements: requirements.txt constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
 	@touch $@
 
 $(VENV)/.requirements-dev: requirements-dev.txt $(VENV)/.requirements
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	@touch $@
 
 install: $(VENV)/.requirements
