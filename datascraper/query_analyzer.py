@@ -49,61 +49,70 @@ COMMON_TICKERS: dict[str, tuple[str, str]] = {
     "facebook": ("META", "Meta"),
 }
 
-# Upper-case words that are not tickers in a question (a ticker-shaped word among them means "ask the model").
+# Upper-case words that are not stock tickers here: acronyms, currencies, and shorthand for indexes,
+# commodities and crypto that happens to be some company's ticker (DOW, GOLD, BTC...). Such a question
+# goes to the model, which knows what the user meant.
 _NOT_TICKERS = frozenset(
-    "I A AN THE US USA UK EU CEO CFO CTO EPS PE ETF IPO GDP AI EV YTD TTM USD EUR GBP JPY ATH NYSE NASDAQ "
-    "SEC FED FOMC IS IT OK API WHAT HOW".split()
+    "I A AN THE US USA UK EU CEO CFO CTO EPS PE ETF IPO GDP AI EV YTD TTM USD EUR GBP JPY CHF CNY ATH NYSE "
+    "NASDAQ SEC FED FOMC IS IT OK API WHAT HOW DOW DJIA SPX SPY NDX VIX RUT GOLD SILVER OIL WTI BRENT GAS BTC "
+    "ETH SOL XRP DOGE".split()
 )
-_TICKER = re.compile(r"(?<![\w$])\$?([A-Z]{1,5}(?:[.-][A-Z]{1,2})?)(?:'s|’s)?(?![\w-])")
-_DOLLAR_TICKER = re.compile(r"(?<![\w$])\$([A-Za-z]{1,5})\b")
-_NAME = re.compile(r"\b(" + "|".join(COMMON_TICKERS) + r")(?:'s|’s)?\b")
+_SYMBOL = r"\$?[A-Za-z]{1,5}(?:[.-][A-Za-z]{1,2})?"
+_SUBJECT = (
+    rf"(?P<subject>(?P<name>{'|'.join(COMMON_TICKERS)})(?: \((?P<paren>{_SYMBOL})\))?|(?P<symbol>{_SYMBOL}))"
+    r"(?:'s|’s)?"
+)
+_NOW = r"(?: right now| now| today| currently)?"
+_SHARES = r"(?: stock| shares)?"
+_WHAT_IS = r"(?:what(?:'s|’s| is) )?"
+# Whole questions, not keywords: anything beyond these shapes (a period, a product, a currency, a reason,
+# another figure) fails to match and goes to the model.
+_TEMPLATES: tuple[tuple[QuoteFact, re.Pattern[str]], ...] = tuple(
+    (fact, re.compile(rf"^{pattern}$", re.IGNORECASE))
+    for fact, pattern in (
+        ("price", rf"{_WHAT_IS}(?:the )?(?:current |latest )?(?:stock |share )?price (?:of|for) {_SUBJECT}{_SHARES}{_NOW}"),
+        ("price", rf"{_WHAT_IS}{_SUBJECT} (?:current |latest )?(?:stock |share )?price{_NOW}"),
+        ("price", rf"{_WHAT_IS}{_SUBJECT}{_SHARES} (?:trading at|quote){_NOW}"),
+        ("price", rf"where is {_SUBJECT}{_SHARES} trading{_NOW}"),
+        ("change", rf"(?:is|are) {_SUBJECT}{_SHARES} (?:up|down)(?: today)?"),
+        ("change", rf"how much (?:is|are) {_SUBJECT}{_SHARES} (?:up|down) today"),
+        ("change", rf"how much (?:has|have|did) {_SUBJECT}{_SHARES} (?:moved?|changed?) today"),
+        ("market_cap", rf"{_WHAT_IS}{_SUBJECT} market (?:cap|capitali[sz]ation|value){_NOW}"),
+        ("market_cap", rf"{_WHAT_IS}(?:the )?market (?:cap|capitali[sz]ation|value) of {_SUBJECT}{_NOW}"),
+    )
+)
+# A company named in words must be asked about as a stock for a price: "Apple price" may be a product's.
+_NAMED_PRICE_NEEDS = re.compile(r"\b(?:stock|shares?|trading|trade)\b", re.IGNORECASE)
 
-_MARKET_CAP = re.compile(r"\bmarket (?:cap|capitali[sz]ation|value)\b")
-_CHANGE = re.compile(
-    r"\b(?:up|down)\b.*\btoday\b"
-    r"|\bhow much (?:is|has)\b.*\b(?:up|down|moved?)\b"
-    r"|\b(?:change|move|moved|moving)\b.*\btoday\b"
-)
-_PRICE = re.compile(r"\b(?:price|trading|trade|quote|quoted|worth per share)\b")
-# Anything that asks for more than the current quote: a period, a comparison, a reason, other figures.
-_DISQUALIFIERS = re.compile(
-    r"\d|,|;|\b(?:and|or|vs|versus|compare[ds]?|comparison|against|relative|why|should|buy|sell|target|"
-    r"forecast|predict|expect|expected|will|would|history|historical|yesterday|last|week|month|year|ytd|since|"
-    r"ago|average|high|low|close|closed|closing|open|opened|opening|after|pre|premarket|revenue|earnings|"
-    r"dividend|ratio|valuation|analyst|analysts|news|option|options|futures|crypto|bitcoin|index|etf|fund)\b"
-)
-_MAX_WORDS = 12
+
+def _ticker(symbol: str) -> str | None:
+    """A ticker typed as one: upper case, or marked with `$`; None for anything else."""
+    if symbol.startswith("$"):
+        ticker = symbol[1:].upper()
+    elif symbol.isupper():
+        ticker = symbol
+    else:
+        return None
+    return None if ticker in _NOT_TICKERS else ticker.replace(".", "-")
 
 
 def match_fast_path(question: str) -> FastPathMatch | None:
     """The quote fact and ticker of an obviously simple question, or None when unsure."""
-    text = " ".join(question.split())
-    lowered = text.lower()
-    if not text or len(text.split()) > _MAX_WORDS or _DISQUALIFIERS.search(lowered):
-        return None
-    facts: list[QuoteFact] = []
-    if _MARKET_CAP.search(lowered):
-        facts.append("market_cap")
-    elif _CHANGE.search(lowered):
-        facts.append("change")
-    if _PRICE.search(lowered) and not facts:
-        facts.append("price")
-    if len(facts) != 1:
-        return None
-
-    tickers: dict[str, str | None] = {}
-    for word in _TICKER.findall(text):
-        if word not in _NOT_TICKERS:
-            tickers.setdefault(word.replace(".", "-"), None)
-    for word in _DOLLAR_TICKER.findall(text):
-        tickers.setdefault(word.upper(), None)
-    for name in _NAME.findall(lowered):
-        symbol, common_name = COMMON_TICKERS[name]
-        tickers[symbol] = common_name
-    if len(tickers) != 1:
-        return None
-    [(ticker, name)] = tickers.items()
-    return FastPathMatch(ticker=ticker, fact=facts[0], name=name)
+    text = " ".join(question.split()).rstrip("?.! ")
+    for fact, template in _TEMPLATES:
+        match = template.match(text)
+        if match is None:
+            continue
+        if match["symbol"] is not None:
+            ticker = _ticker(match["symbol"])
+            return None if ticker is None else FastPathMatch(ticker=ticker, fact=fact)
+        symbol, name = COMMON_TICKERS[match["name"].lower()]
+        if match["paren"] is not None and _ticker(match["paren"]) != symbol:
+            return None
+        if fact == "price" and match["paren"] is None and not _NAMED_PRICE_NEEDS.search(text):
+            return None
+        return FastPathMatch(ticker=symbol, fact=fact, name=name)
+    return None
 
 
 # --- the planner model ---------------------------------------------------------------------------------------

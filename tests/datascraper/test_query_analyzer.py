@@ -28,6 +28,10 @@ from tests.fakes.openai_server import JsonReply
         ("How much is MSFT up today?", FastPathMatch("MSFT", "change")),
         ("Is Nvidia down today?", FastPathMatch("NVDA", "change", "Nvidia")),
         ("What's Tesla's market cap?", FastPathMatch("TSLA", "market_cap", "Tesla")),
+        ("What is the market cap of Microsoft?", FastPathMatch("MSFT", "market_cap", "Microsoft")),
+        ("Where is NVDA trading right now?", FastPathMatch("NVDA", "price")),
+        ("TSLA quote", FastPathMatch("TSLA", "price")),
+        ("Is Apple stock up today?", FastPathMatch("AAPL", "change", "Apple")),
     ],
 )
 def test_plain_one_ticker_quote_questions_take_the_fast_path(question, expected):
@@ -49,6 +53,21 @@ def test_plain_one_ticker_quote_questions_take_the_fast_path(question, expected)
         "What is Rivian's stock price?",  # a company outside the small map
         "Should I buy AAPL at this price?",  # advice
         "What is the price of AAPL compared with its 52-week high and the average analyst target?",  # long
+        "What is the price of the Apple Vision Pro?",  # a product
+        "What is the price of Meta Quest?",  # a product
+        "Apple price",  # a company named without "stock": maybe a product
+        "What price did Apple IPO at?",  # the past
+        "Apple price on Monday?",  # another day
+        "How much has Apple moved this quarter?",  # another period
+        "Did Apple change its CEO today?",  # not a price move
+        "Is Tesla overvalued at its current price?",  # an opinion
+        "Is Tesla a good trade right now?",  # advice
+        "What's the trading volume of Apple?",  # another figure
+        "What is Microsoft's share price in GBP?",  # another currency
+        "Is DOW up today?",  # the index, not Dow Inc.
+        "What is the price of BTC?",  # crypto, not a stock
+        "What is the WTI crude price?",  # a commodity
+        "aapl price",  # lower case: not typed as a ticker
     ],
 )
 def test_anything_uncertain_goes_to_the_model(question):
