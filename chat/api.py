@@ -6,6 +6,7 @@ import logging
 import uuid
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Status
@@ -123,6 +124,11 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400 and "parse" in str(exc).lower():
         return error_response(request, 400, "malformed_json", "The request body is not valid JSON.")
     return error_response(request, exc.status_code, "http_error", str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error_response(request, 413, "request_too_large", "The request body is too large.")
 
 
 @api.exception_handler(Exception)

@@ -42,10 +42,6 @@ class Caller:
             return {"user_id": self.user_id, "session_key": None}
         return {"user_id": None, "session_key": self.session_key}
 
-    @property
-    def label(self) -> str:
-        return f"user:{self.user_id}" if self.user_id is not None else "anonymous"
-
 
 def bearer_token(request: HttpRequest) -> str | None:
     header = request.headers.get("Authorization", "")
@@ -72,6 +68,8 @@ def _session_caller(request: HttpRequest) -> Caller:
     user = request.user
     if user.is_authenticated:
         return Caller(user_id=user.pk)
+    if not settings.CHAT_ALLOW_ANONYMOUS:
+        raise AuthenticationFailed("Sign in, or send 'Authorization: Bearer <key>'.")
     session = request.session
     if session.session_key is None:
         session.save()
@@ -80,6 +78,9 @@ def _session_caller(request: HttpRequest) -> Caller:
 
 def resolve_caller_sync(request: HttpRequest) -> Caller:
     token = bearer_token(request)
+    if token is None and "Authorization" in request.headers:
+        # Silently treating a mistyped scheme as an anonymous session would scatter the client's data.
+        raise AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
     if token is not None:
         user = authenticate_api_key(token)
         if user is None:

@@ -21,7 +21,7 @@ from django_eventstream.utils import get_storage, sse_encode_event
 from django_eventstream.views import Listener, get_listener_manager
 
 TERMINAL_EVENTS = frozenset({"done", "error"})
-KEEPALIVE_SECONDS = 20.0
+KEEPALIVE_SECONDS = 15.0
 READ_BATCH = 100
 # Browsers and proxies start delivering a stream only after a first chunk of some size; `retry` makes a
 # browser reconnect after 1 s instead of its default 3 s.
@@ -109,13 +109,14 @@ async def iter_run_events(
                     return
             if len(events) >= READ_BATCH:
                 continue
-            while not listener.aevent.is_set():
-                try:
-                    await asyncio.wait_for(listener.aevent.wait(), timeout=KEEPALIVE_SECONDS)
-                except TimeoutError:
-                    if on_idle is not None:
-                        await on_idle()
-                    yield KEEPALIVE
+            try:
+                await asyncio.wait_for(listener.aevent.wait(), timeout=KEEPALIVE_SECONDS)
+            except TimeoutError:
+                # Quiet for a while: ping, and read storage again anyway, since a wake-up can be lost
+                # (a Redis subscription still starting or dropped, another process without Redis).
+                if on_idle is not None:
+                    await on_idle()
+                yield KEEPALIVE
     finally:
         manager.remove_listener(listener)
 

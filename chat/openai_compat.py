@@ -8,6 +8,7 @@ their usual typed exceptions.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -16,12 +17,14 @@ from functools import wraps
 from typing import Literal
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from chat.callers import Caller, bearer_token
+from chat.models import ResearchRun
 from chat.schemas import MAX_QUESTION_CHARS
 from chat.services.api_keys import authenticate_api_key
 from chat.services.completions import (
@@ -32,7 +35,7 @@ from chat.services.completions import (
     follow_answer,
     start_completion,
 )
-from chat.services.runs import launch_run
+from chat.services.runs import cancel_run, launch_run
 from datascraper.schemas import ChatTurn, Mode, UsageLedger
 
 logger = logging.getLogger(__name__)
@@ -104,6 +107,8 @@ def openai_errors(view: View) -> View:
             return await view(request, *args, **kwargs)
         except OpenAIError as exc:
             return exc.response()
+        except RequestDataTooBig:
+            return OpenAIError(413, "The request body is too large.", code="request_too_large").response()
         except Exception:
             logger.exception("unhandled error on %s", request.path)
             return OpenAIError(500, "Something went wrong on our side.", type="server_error").response()
@@ -342,16 +347,20 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)
-    if not body.stream:
-        return await _complete(pieces, completion_id, created)
-    # Wait for the run's first event before committing to a 200 stream: a run that fails at once
-    # (no provider configured) then gets a proper HTTP error, which the SDKs raise from `create()`.
     try:
-        first = await anext(pieces)
-    except CompletionFailed as exc:
-        raise run_failure_error(exc) from exc
+        if not body.stream:
+            return await _complete(pieces, completion_id, created)
+        # Wait for the run's first event before committing to a 200 stream: a run that fails at once
+        # (no provider configured) then gets a proper HTTP error, which the SDKs raise from `create()`.
+        try:
+            first = await anext(pieces)
+        except CompletionFailed as exc:
+            raise run_failure_error(exc) from exc
+    except asyncio.CancelledError:
+        await _abandon(run)
+        raise
     response = StreamingHttpResponse(
-        _stream(first, pieces, completion_id, created, include_usage=body.include_usage),
+        _stream(run, first, pieces, completion_id, created, include_usage=body.include_usage),
         content_type="text/event-stream",
     )
     response["Cache-Control"] = "no-cache"
@@ -388,7 +397,14 @@ def _frame(payload: BaseModel | dict[str, object] | str) -> str:
     return f"data: {payload}\n\n"
 
 
+async def _abandon(run: ResearchRun) -> None:
+    """The client went away (a timeout, a closed tab): stop paying for an answer nobody will read.
+    What was written so far stays in the conversation, marked incomplete."""
+    await asyncio.shield(cancel_run(run))
+
+
 async def _stream(
+    run: ResearchRun,
     first: AnswerPiece,
     pieces: AsyncGenerator[AnswerPiece, None],
     completion_id: str,
@@ -418,6 +434,7 @@ async def _stream(
                 usage = CompletionUsage.from_ledger(piece.usage)
                 yield _frame(ChatCompletionChunk(id=completion_id, created=created, choices=[], usage=usage))
 
+    ended = False  # the run finished, one way or the other
     yield chunk(ChoiceDelta(role="assistant", content=""))
     piece = first
     try:
@@ -425,13 +442,19 @@ async def _stream(
             for frame in frames_for(piece):
                 yield frame
             if isinstance(piece, AnswerFinished):
+                ended = True
                 break
             piece = await anext(pieces)
     except CompletionFailed as exc:
+        ended = True
         yield _frame(run_failure_error(exc).body)
     except Exception:
         logger.exception("completion stream %s failed", completion_id)
         yield _frame(OpenAIError(500, "Something went wrong on our side.", type="server_error").body)
     finally:
+        # Reached early if the server closes or cancels this generator: the run must not go on being
+        # paid for. (Under uvicorn a streaming client that hangs up is not noticed until the run ends.)
+        if not ended:
+            await _abandon(run)
         await pieces.aclose()
     yield _frame("[DONE]")

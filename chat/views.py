@@ -21,15 +21,24 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    """Unknown paths under /api/ answer in the API's JSON error shape, not with Django's HTML page."""
+    return _error(404, "not_found", "No such API endpoint.")
+
+
 @csrf_exempt
 @require_GET
-async def run_events(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
+async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's events as SSE. Ownership is checked here, before the library sees the channel."""
     try:
         caller = await resolve_caller(request)
     except AuthenticationFailed as exc:
         return _error(401, "unauthorized", str(exc))
-    run = await sync_to_async(selectors.run_for)(caller, run_id)
+    try:
+        run_uuid = uuid.UUID(run_id)
+    except ValueError:
+        return _error(404, "not_found", "No such run.")
+    run = await sync_to_async(selectors.run_for)(caller, run_uuid)
     if run is None:
         return _error(404, "not_found", "No such run.")
     resume_from = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId")

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -31,7 +32,11 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or "dev-only-insecure-key-set-DJANGO_SECRET_KEY-in-production"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip()
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+    SECRET_KEY = "dev-only-insecure-key-set-DJANGO_SECRET_KEY-in-production"
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 
 INSTALLED_APPS = [
@@ -93,11 +98,24 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip() or None
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
     import redis as _redis
 
-    _redis_kwargs = _redis.connection.parse_url(REDIS_URL)
-    EVENTSTREAM_REDIS = {k: v for k, v in _redis_kwargs.items() if k in {"host", "port", "db", "password", "username"}}
+    # A Redis that stops answering must not hang requests: bounded connects and reads.
+    _REDIS_TIMEOUTS = {"socket_connect_timeout": 2, "socket_timeout": 5}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": _REDIS_TIMEOUTS,
+        }
+    }
+    _redis_url = _redis.connection.parse_url(REDIS_URL)
+    EVENTSTREAM_REDIS = {k: v for k, v in _redis_url.items() if k in {"host", "port", "db", "password", "username"}}
+    if _redis_url.get("connection_class") is _redis.SSLConnection:
+        EVENTSTREAM_REDIS["ssl"] = True
+    if "path" in _redis_url:
+        EVENTSTREAM_REDIS["unix_socket_path"] = _redis_url["path"]
+    EVENTSTREAM_REDIS["socket_connect_timeout"] = _REDIS_TIMEOUTS["socket_connect_timeout"]
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -118,7 +136,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
-# Anonymous browser sessions own their conversations; keep them for two weeks.
+# Anonymous browser sessions may ask (and own their conversations) unless this is turned off.
+CHAT_ALLOW_ANONYMOUS = env_bool("CHAT_ALLOW_ANONYMOUS", True)
+# Keep anonymous sessions for two weeks.
 SESSION_COOKIE_AGE = 60 * 60 * 24 * 14
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import path, re_path
 
 from chat import openai_compat, pages, views
 from chat.api import api
@@ -7,8 +7,9 @@ from chat.api import api
 urlpatterns = [
     path("", pages.index, name="index"),
     path("admin/", admin.site.urls),
-    path("api/runs/<uuid:run_id>/events", views.run_events, name="run-events"),
+    path("api/runs/<str:run_id>/events", views.run_events, name="run-events"),
     path("api/", api.urls),
+    re_path(r"^api/(?P<path>.*)$", views.api_not_found),
     path("v1/chat/completions", openai_compat.chat_completions, name="openai-chat-completions"),
     path("v1/models", openai_compat.list_models, name="openai-models"),
     path("v1/models/<str:model>", openai_compat.retrieve_model, name="openai-model"),

@@ -11,7 +11,7 @@ TITLE_LENGTH = 80
 
 
 def create_conversation(caller: Caller, *, title: str = "") -> Conversation:
-    return Conversation.objects.create(title=title.strip()[:TITLE_LENGTH], **caller.owner_fields())
+    return Conversation.objects.create(title=title.strip(), **caller.owner_fields())
 
 
 def title_from_question(question: str) -> str:

@@ -18,6 +18,7 @@ from datetime import timedelta
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, transaction
 from django.utils import timezone
+from django_eventstream.storage import EventDoesNotExist
 
 from chat.events import apublish, stored_events
 from chat.models import Message, ResearchRun, run_channel
@@ -37,8 +38,10 @@ ORPHANED_AFTER = timedelta(seconds=60)
 
 ResearchFn = Callable[[ResearchQuery], AsyncIterator[ResearchEvent]]
 
-# The event loop keeps only weak references to tasks: this keeps runs alive and lets cancel find them.
+# Runs this process answers. The event loop keeps only weak references to tasks, so these keep them
+# alive; a cancel stops only the research task, never the bookkeeping that publishes the final event.
 _tasks: dict[uuid.UUID, asyncio.Task] = {}
+_research_tasks: dict[uuid.UUID, asyncio.Task] = {}
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ CANCELLED = RunFailure(ResearchRun.Status.CANCELLED, "cancelled", "The run was c
 INTERRUPTED = RunFailure(
     ResearchRun.Status.ERROR, "interrupted", "The server stopped while answering; please ask again."
 )
+STORE_FAILED = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The answer could not be stored.")
 
 
 class DeltaCoalescer:
@@ -119,8 +123,11 @@ def _beat(run_id: uuid.UUID) -> None:
 
 @sync_to_async
 @transaction.atomic
-def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message:
+def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message | None:
+    """Store the answer; None when the run was already finished (reaped by another process)."""
     run = ResearchRun.objects.select_for_update().get(pk=run_id)
+    if run.is_finished:
+        return None
     answer = Message.objects.create(
         conversation_id=run.conversation_id,
         role=Message.Role.ASSISTANT,
@@ -218,39 +225,60 @@ async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research) ->
     """Answer one queued run to the end: exactly one `done` or `error` event is published."""
     try:
         await _execute(run_id, research)
+    except Exception:
+        logger.exception("run %s could not be answered", run_id)
     finally:
         # Outside a request nothing closes the worker thread's connection: do it once the run is over.
         await sync_to_async(close_old_connections)()
 
 
 async def _execute(run_id: uuid.UUID, research: ResearchFn) -> None:
+    query = await _start(run_id)
+    if query is None:
+        return
     channel = run_channel(run_id)
     deltas = DeltaCoalescer(channel)
     sources: list[dict] = []
-    try:
-        query = await _start(run_id)
-        if query is None:
-            return
-        if await _is_cancel_requested(run_id):
-            raise asyncio.CancelledError
-        watcher = asyncio.create_task(_watch(run_id, asyncio.current_task()))
+    outcome: RunSummary | RunFailure
+    if await _is_cancel_requested(run_id):
+        outcome = CANCELLED
+    else:
+        work = asyncio.create_task(_research(channel, query, research, deltas, sources), name=f"research-{run_id}")
+        _research_tasks[run_id] = work
+        watcher = asyncio.create_task(_watch(run_id, work))
         try:
-            summary = await _research(channel, query, research, deltas, sources)
+            outcome = await work
+        except asyncio.CancelledError:
+            # A cancel request, or the server shutting down (which cancels this task, and so the work).
+            outcome = CANCELLED if await _is_cancel_requested(run_id) else INTERRUPTED
+        except ResearchError as exc:
+            outcome = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message)
+        except Exception:
+            logger.exception("run %s failed unexpectedly", run_id)
+            outcome = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The run failed unexpectedly.")
         finally:
             watcher.cancel()
-    except asyncio.CancelledError:
-        failure = CANCELLED
-    except ResearchError as exc:
-        failure = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message)
-    except Exception:
-        logger.exception("run %s failed unexpectedly", run_id)
-        failure = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The run failed unexpectedly.")
-    else:
-        answer = await _finish_done(run_id, summary, deltas.text)
-        await apublish(channel, "done", {"message_id": str(answer.id), "run_id": str(run_id), "signals": summary.signals})
-        return
+            _research_tasks.pop(run_id, None)
+    # Shielded: a shutdown arriving now must not lose the final event of a run that is already answered.
+    await asyncio.shield(_conclude(run_id, outcome, deltas, sources))
+
+
+async def _conclude(
+    run_id: uuid.UUID, outcome: RunSummary | RunFailure, deltas: DeltaCoalescer, sources: list[dict]
+) -> None:
     await deltas.flush()
-    await _fail(run_id, failure, deltas.text, sources)
+    if isinstance(outcome, RunFailure):
+        await _fail(run_id, outcome, deltas.text, sources)
+        return
+    try:
+        answer = await _finish_done(run_id, outcome, deltas.text)
+    except Exception:
+        logger.exception("run %s: the answer could not be stored", run_id)
+        await _fail(run_id, STORE_FAILED, deltas.text, sources)
+        return
+    if answer is not None:
+        data = {"message_id": str(answer.id), "run_id": str(run_id), "signals": outcome.signals}
+        await apublish(run_channel(run_id), "done", data)
 
 
 def launch_run(run_id: uuid.UUID) -> asyncio.Task:
@@ -277,7 +305,11 @@ def _orphan_evidence(run_id: uuid.UUID) -> tuple[str, list[dict]] | None:
     if timezone.now() - (run.heartbeat_at or run.created_at) <= ORPHANED_AFTER:
         return None
     text, sources = [], []
-    for event in stored_events(run.channel):
+    try:
+        events = stored_events(run.channel)
+    except EventDoesNotExist:  # trimmed after 24 hours: nothing left to keep
+        events = []
+    for event in events:
         if event.type == "delta":
             text.append(event.data["text"])
         elif event.type == "sources":
@@ -285,24 +317,25 @@ def _orphan_evidence(run_id: uuid.UUID) -> tuple[str, list[dict]] | None:
     return "".join(text), sources
 
 
-async def reap_if_orphaned(run_id: uuid.UUID) -> bool:
-    """End a run whose process died (it stays `running` forever otherwise) with an `interrupted` error,
-    keeping what it had streamed. Called when someone looks at the run; True when it was reaped."""
+async def reap_if_orphaned(run_id: uuid.UUID, failure: RunFailure = INTERRUPTED) -> bool:
+    """End a run whose process died (it stays `running` forever otherwise) with `failure`, keeping what
+    it had streamed. Called when someone looks at the run; True when it was reaped."""
     evidence = await _orphan_evidence(run_id)
     if evidence is None:
         return False
     text, sources = evidence
-    await _fail(run_id, INTERRUPTED, text, sources)
+    await _fail(run_id, failure, text, sources)
     return True
 
 
 async def cancel_run(run: ResearchRun) -> bool:
+    """Ask the run to stop; False when it has already finished. The run itself publishes the `error`."""
     if not await request_cancel(run):
         return False
-    task = _tasks.get(run.id)
-    if task is not None:
-        task.cancel()
-    else:
+    work = _research_tasks.get(run.id)
+    if work is not None:
+        work.cancel()
+    elif run.id not in _tasks:
         # Answered by another process, which sees the flag within a second, or by none any more.
-        await reap_if_orphaned(run.id)
+        await reap_if_orphaned(run.id, CANCELLED)
     return True

@@ -183,3 +183,46 @@ async def test_an_unknown_time_zone_is_a_400_and_stores_nothing(api):
     assert response.status_code == 400
     assert "time zone" in response.json()["error"]["message"]
     assert await Message.objects.acount() == 0
+
+
+async def test_an_authorization_header_that_is_not_a_bearer_key_is_a_401(live_server_url, transactional_db):
+    import httpx2
+
+    async with httpx2.AsyncClient(base_url=live_server_url) as client:
+        for header in ("Token frk_abc", "Basic YWxpY2U6cHc=", "frk_abc"):
+            response = await client.post("/api/conversations", json={}, headers={"Authorization": header})
+            assert response.status_code == 401, header
+    assert await Conversation.objects.acount() == 0
+
+
+async def test_anonymous_callers_can_be_turned_away(live_server_url, transactional_db, settings):
+    import httpx2
+
+    settings.CHAT_ALLOW_ANONYMOUS = False
+    async with httpx2.AsyncClient(base_url=live_server_url) as client:
+        response = await client.post("/api/conversations", json={})
+
+    assert response.status_code == 401
+    assert _error_code(response) == "unauthorized"
+
+
+@pytest.mark.parametrize("path", ["/api/nothing-here", "/api/runs/not-a-uuid/events", "/api/conversations/x/y/z"])
+async def test_unknown_api_paths_answer_in_the_json_error_shape(api, path):
+    response = await api.get(path)
+
+    assert response.status_code == 404
+    assert _error_code(response) == "not_found"
+
+
+async def test_an_oversized_body_is_a_413(api):
+    conversation_id = await _conversation(api)
+
+    response = await api.post(
+        f"/api/conversations/{conversation_id}/messages",
+        content=b'{"content": "' + b"x" * 3_000_000 + b'"}',
+        headers={"Content-Type": "application/json"},
+    )
+
+    assert response.status_code == 413
+    assert _error_code(response) == "request_too_large"
+    assert await Message.objects.acount() == 0

@@ -101,4 +101,6 @@ async def test_cancelling_an_abandoned_run_ends_it_at_once(api):
 
     assert response.status_code == 202
     stored = await ResearchRun.objects.aget(pk=run.id)
-    assert stored.status == "error" and stored.error["code"] == "interrupted"
+    assert stored.status == "cancelled" and stored.error["code"] == "cancelled"
+    events = await read_events(api, f"/api/runs/{run.id}/events")
+    assert events[-1].type == "error" and events[-1].data["code"] == "cancelled"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 
 import pytest
 
@@ -230,3 +231,45 @@ async def test_the_askers_time_zone_reaches_the_models(api, fake_openai):
     analysis = fake_openai.requests[0]
     assert analysis.is_structured
     assert "Pacific/Kiritimati" in analysis.instructions + analysis.input_text
+
+
+async def test_a_cancel_arriving_while_the_answer_is_stored_does_not_lose_the_final_event(api, fake_openai, monkeypatch):
+    from chat.services import runs
+
+    storing, release = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    finish_done = runs._finish_done
+
+    async def slow_finish(*args):
+        loop.call_soon_threadsafe(storing.set)
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(release.wait(), loop))
+        return await finish_done(*args)
+
+    monkeypatch.setattr(runs, "_finish_done", slow_finish)
+    accepted = await ask(api)
+    await storing.wait()
+
+    cancelled = await api.post(f"/api/runs/{accepted['run_id']}/cancel")
+    release.set()
+    events = await read_events(api, accepted["events_url"])
+
+    assert cancelled.status_code == 202  # too late to stop it, but accepted
+    terminal = [e.type for e in events if e.type in ("done", "error")]
+    assert terminal == ["done"]
+    assert (await wait_finished(api, accepted["run_id"]))["status"] == "done"
+
+
+async def test_a_server_shutdown_mid_run_ends_it_as_interrupted_not_cancelled(api, fake_openai):
+    from chat.services import runs
+
+    fake_openai.script(TextReply(CITED_ANSWER.sentences, chunk_chars=2, delta_delay=0.05))
+    accepted = await ask(api)
+    await read_events(api, accepted["events_url"], stop_after=3)
+
+    task = runs._tasks[uuid.UUID(accepted["run_id"])]
+    task.get_loop().call_soon_threadsafe(task.cancel)  # what uvicorn does to pending tasks on shutdown
+    events = await read_events(api, accepted["events_url"])
+
+    assert events[-1].type == "error" and events[-1].data["code"] == "interrupted"
+    run = await wait_finished(api, accepted["run_id"])
+    assert run["status"] == "error" and run["message_id"] == events[-1].data["message_id"]

@@ -310,3 +310,20 @@ async def test_malformed_request_is_a_400_and_stores_nothing(api, body):
     assert response.status_code == 400
     assert error_body(response)["type"] == "invalid_request_error"
     assert await Conversation.objects.acount() == 0
+
+
+async def test_a_client_that_times_out_cancels_its_run(api, fake_openai):
+    import asyncio
+
+    fake_openai.script(TextReply(ANSWER.sentences, chunk_chars=2, delta_delay=0.1), when=has_web_search)
+    body = {"model": "finance-research", "messages": QUESTION, "mode": "quick"}
+
+    async with httpx2.AsyncClient(base_url=str(api.base_url), headers=api.headers) as client:
+        with pytest.raises(httpx2.ReadTimeout):
+            await client.post("/v1/chat/completions", json=body, timeout=1.0)
+
+    async with asyncio.timeout(10):
+        while (run := await ResearchRun.objects.aget()).status in ("queued", "running"):
+            await asyncio.sleep(0.05)
+    assert run.status == "cancelled"
+    assert len(fake_openai.requests) == 1  # nobody retried into a second run

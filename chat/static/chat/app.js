@@ -72,10 +72,7 @@
     return payload;
   }
 
-  // --- safe rendering -------------------------------------------------------------------------------------
-
-  /** The URL if it is absolute http(s), else null: no javascript:, data: or relative links from answers. */
-  // The asker's time zone, so "today" and "last quarter" are theirs; null when the browser cannot say.
+  /** The asker's time zone, so "today" and "last quarter" are theirs; null when the browser cannot say. */
   function browserTimeZone() {
     try {
       return Intl.DateTimeFormat().resolvedOptions().timeZone || null;
@@ -84,6 +81,9 @@
     }
   }
 
+  // --- safe rendering -------------------------------------------------------------------------------------
+
+  /** The URL if it is absolute http(s), else null: no javascript:, data: or relative links from answers. */
   function httpUrl(value) {
     try {
       const url = new URL(value);
@@ -527,6 +527,7 @@
     if (!active || active.conversationId !== conversationId) return;
     try {
       const run = await api(`/api/runs/${active.runId}`);
+      if (state.conversationId !== conversationId) return; // the user moved on while we asked
       if (run.status === "queued" || run.status === "running") {
         follow(active.runId, active.eventsUrl);
         return;
