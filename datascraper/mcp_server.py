@@ -1,14 +1,16 @@
 """`python -m datascraper.mcp_server`: the Yahoo Finance MCP server over stdio, or over streamable HTTP on
 127.0.0.1 with `--http --port N`.
 
-When DJANGO_SETTINGS_MODULE is set (the app starts the server with its own environment), Django is set up
-so the tools share the app's cache, Redis when REDIS_URL is set; otherwise the cache is in-process.
+When DJANGO_SETTINGS_MODULE is set (the app starts the server with its own environment, secrets removed),
+Django is set up so the tools share the app's cache, Redis when REDIS_URL is set; otherwise the cache is
+in-process.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 from collections.abc import Sequence
 
 from datascraper.market_data.cache import DjangoCacheStore, TTLCache
@@ -37,6 +39,8 @@ def build_cache() -> TTLCache:
     if os.environ.get("DJANGO_SETTINGS_MODULE"):
         import django
 
+        # The app withholds DJANGO_SECRET_KEY, which production settings require; this server signs nothing.
+        os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
         django.setup()
         return TTLCache(DjangoCacheStore())
     return TTLCache()

@@ -21,7 +21,7 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import BaseModel
 
 from datascraper import prompts
-from datascraper.errors import ResearchError, StreamInterrupted, UpstreamError
+from datascraper.errors import ResearchError, StreamInterrupted, UpstreamError, UpstreamTimeout
 from datascraper.llm import get_openai_client, model_kwargs, translate_error, usage_from_response
 from datascraper.models_config import get_research_config
 from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageLedger
@@ -256,7 +256,10 @@ class WebSearchStream:
                         yield self._show(shown)
         except ResearchError as exc:
             failure = exc
-        except (openai.OpenAIError, TimeoutError) as exc:
+        except (openai.APITimeoutError, TimeoutError) as exc:
+            # A read timeout between events: the provider went quiet, not the connection broke.
+            failure, cause = UpstreamTimeout(), exc
+        except openai.OpenAIError as exc:
             failure, cause = StreamInterrupted(), exc
         held = self._rewriter.flush()
         if held:
@@ -301,28 +304,3 @@ class WebSearchStream:
         if kind == "error":
             raise StreamInterrupted("The model provider reported an error while writing the answer.")
         return ""
-
-
-async def search_web(
-    question: str,
-    *,
-    instructions: str | None = None,
-    model: str | None = None,
-    ledger: UsageLedger | None = None,
-    source_offset: int = 0,
-) -> WebSearchResult:
-    """A web-searched answer to one research sub-question, returned whole.
-
-    Raises the named error on failure; a caller that wants the partial answer iterates a
-    `WebSearchStream` itself and reads its `result`.
-    """
-    stream = WebSearchStream(
-        question,
-        instructions=instructions or prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
-        model=model,
-        ledger=ledger,
-        source_offset=source_offset,
-    )
-    async for _ in stream:
-        pass
-    return stream.result

@@ -180,13 +180,15 @@ Data (verbatim): {payload}"""
 
 
 # --- direct quote answers: composed locally, no model call ------------------------------------------------
-# The fast path answers a one-ticker price, change or market cap question from the quote alone.
+# The fast path answers a one-ticker price, change or market cap question from the quote alone. The quote's
+# time is when it was fetched, and the market may be closed then (a weekend, a holiday): the answers say
+# "last traded" and "from the previous close", never "today".
 
 QUOTE_PRICE_ANSWER = (
     "{name} last traded at {price}, {move} from the previous close of {previous_close}, as of {as_of} [1]."
 )
 QUOTE_CHANGE_ANSWER = (
-    "{name} is {move} today, at {price} against a previous close of {previous_close}, as of {as_of} [1]."
+    "{name} last traded {move} from the previous close of {previous_close}, at {price}, as of {as_of} [1]."
 )
 QUOTE_MARKET_CAP_ANSWER = (
     "{name} has a market capitalization of {market_cap} at a share price of {price}, as of {as_of} [1]."

@@ -19,6 +19,9 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
+# A read or write slower than this is skipped: a cache that stops answering must not hold up a tool call.
+DEFAULT_STORE_TIMEOUT_S = 0.5
+
 
 class CacheStore(Protocol):
     """Where cached values live. `get` returns None on a miss or an expired entry."""
@@ -73,13 +76,16 @@ class TTLCache:
     """Cache-aside over a store, with one in-flight computation per key.
 
     The computation runs as its own task, so a caller that gives up (timeout, cancellation) neither
-    cancels it for the others nor loses the value for the next caller. A failing store degrades to
-    no caching rather than failing the request: the cache is an optimisation, not a dependency.
+    cancels it for the others nor loses the value for the next caller. A failing or unanswering store
+    degrades to no caching rather than failing or stalling the request: the cache is an optimisation, not
+    a dependency.
     """
 
-    def __init__(self, store: CacheStore | None = None) -> None:
+    def __init__(self, store: CacheStore | None = None, *, store_timeout_s: float = DEFAULT_STORE_TIMEOUT_S) -> None:
         self.store: CacheStore = store if store is not None else MemoryCacheStore()
+        self.store_timeout_s = store_timeout_s
         self._in_flight: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Task[Any]] = {}
+        self._store_timed_out = False
 
     async def get_or_fetch(self, key: str, ttl_s: float, fetch: Callable[[], Awaitable[Any]]) -> Any:
         cached = await self._read(key)
@@ -96,17 +102,34 @@ class TTLCache:
     async def _fetch_and_store(self, key: str, ttl_s: float, fetch: Callable[[], Awaitable[Any]]) -> Any:
         value = await fetch()
         try:
-            await self.store.set(key, value, ttl_s)
+            await asyncio.wait_for(self.store.set(key, value, ttl_s), self.store_timeout_s)
+        except TimeoutError:
+            self._timed_out("write", key)
         except Exception as exc:
             logger.warning("Market data cache write failed for %s: %r", key, exc)
         return value
 
     async def _read(self, key: str) -> Any | None:
         try:
-            return await self.store.get(key)
+            return await asyncio.wait_for(self.store.get(key), self.store_timeout_s)
+        except TimeoutError:
+            self._timed_out("read", key)
+            return None
         except Exception as exc:
             logger.warning("Market data cache read failed for %s: %r", key, exc)
             return None
+
+    def _timed_out(self, operation: str, key: str) -> None:
+        # A store that stops answering times out on every call: one warning says so, more would flood the log.
+        level = logging.DEBUG if self._store_timed_out else logging.WARNING
+        self._store_timed_out = True
+        logger.log(
+            level,
+            "Market data cache %s timed out after %g s for %s; going on without the cache.",
+            operation,
+            self.store_timeout_s,
+            key,
+        )
 
     def _settle(self, slot: tuple[asyncio.AbstractEventLoop, str], task: asyncio.Task[Any]) -> None:
         self._in_flight.pop(slot, None)

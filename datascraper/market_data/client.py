@@ -14,9 +14,10 @@ import asyncio
 import atexit
 import logging
 import os
+import re
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from concurrent.futures import Future as ConcurrentFuture
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 30.0
 _CLOSE_TIMEOUT_S = 10.0
 MAX_TICKERS = 10
 _ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
+_SECRET_NAME = re.compile("KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
 
 T = TypeVar("T")
 
@@ -87,17 +89,22 @@ _ROUTES: dict[MarketDataKind, tuple[ToolName, dict[str, str], str]] = {
 
 
 def default_server_parameters() -> StdioServerParameters:
-    """Our server as a stdio child of this interpreter, with this process's environment.
+    """Our server as a stdio child of this interpreter, with this process's environment minus its secrets.
 
     The SDK gives a stdio child only a handful of variables unless `env` is passed; the server needs
-    DJANGO_SETTINGS_MODULE and REDIS_URL to share the app's cache.
+    DJANGO_SETTINGS_MODULE and REDIS_URL to share the app's cache, but no API key or signing secret.
     """
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "datascraper.mcp_server"],
-        env=dict(os.environ),
+        env=child_environment(os.environ),
         cwd=PROJECT_ROOT,
     )
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the variables whose name marks a secret (…KEY, …SECRET, …TOKEN, …PASSWORD)."""
+    return {name: value for name, value in environ.items() if not _SECRET_NAME.search(name)}
 
 
 @dataclass

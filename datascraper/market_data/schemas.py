@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from datascraper.schemas import MarketDataKind, Source
+from datascraper.schemas import MarketDataKind
 
 ToolName = Literal[
     "get_quote",
@@ -328,12 +328,6 @@ class ToolFailure(BaseModel):
     message: str
 
 
-class MarketDataSource(BaseModel):
-    title: str
-    url: str
-    kind: Literal["market_data"] = "market_data"
-
-
 class MarketDataFinding(BaseModel):
     """What market data answered for one numerical sub-question."""
 
@@ -346,17 +340,6 @@ class MarketDataFinding(BaseModel):
     @property
     def ok(self) -> bool:
         return bool(self.results)
-
-    @property
-    def sources(self) -> list[MarketDataSource]:
-        return [MarketDataSource(title=result.title, url=result.url) for result in self.results]
-
-    def as_sources(self, first_n: int = 1) -> list[Source]:
-        """The sources numbered from `first_n`, in the order of `results`."""
-        return [
-            Source(n=n, title=source.title, url=source.url, kind=source.kind)
-            for n, source in enumerate(self.sources, start=first_n)
-        ]
 
     def summary_text(self) -> str:
         """The numbers with their as-of dates and pages, compact enough for a prompt."""

@@ -10,7 +10,7 @@ the same short form for every failure.
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -30,6 +30,7 @@ from datascraper.market_data.schemas import (
     Quote,
     StatementFrequency,
     StatementKind,
+    ToolName,
 )
 from datascraper.market_data.yahoo import DEFAULT_NEWS_ITEMS, MAX_NEWS_ITEMS, YahooFinanceAdapter
 
@@ -41,6 +42,7 @@ INSTRUCTIONS = (
 
 Symbol = Annotated[str, Field(description="A Yahoo Finance symbol, e.g. AAPL, BRK-B, ^GSPC, EURUSD=X, 7203.T.")]
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True)
+_TOOL_NAMES: frozenset[str] = frozenset(get_args(ToolName))
 
 
 class MarketDataServer(MCPServer):
@@ -49,6 +51,9 @@ class MarketDataServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if name not in _TOOL_NAMES:
+            # The SDK's "Unknown tool: x" has no code; the name is the caller's, so it is quoted and cut short.
+            return error_result(InvalidArgument(f"There is no tool named {name[:64]!r}."))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

@@ -334,7 +334,7 @@ class YahooFinanceAdapter:
         retrieved_at = self._now()
         return PriceHistory(
             symbol=symbol,
-            currency=_text(ticker.fast_info.get("currency")),
+            currency=_currency(symbol, lambda: ticker.fast_info.get("currency")),
             as_of=bars[-1].date,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "history"),
@@ -377,7 +377,7 @@ class YahooFinanceAdapter:
         periods = [_moment(column).date() for column in frame.columns]
         return FinancialStatement(
             symbol=symbol,
-            currency=_text(ticker.info.get("financialCurrency")),
+            currency=_currency(symbol, lambda: ticker.info.get("financialCurrency")),
             as_of=datetime.combine(periods[0], datetime.min.time(), UTC),
             retrieved_at=self._now(),
             url=yahoo_url(symbol, _STATEMENT_PAGE[statement]),
@@ -410,7 +410,7 @@ class YahooFinanceAdapter:
         reported = [event for event in events if event.date < retrieved_at]
         return Earnings(
             symbol=symbol,
-            currency=_text(ticker.info.get("financialCurrency")),
+            currency=_currency(symbol, lambda: ticker.info.get("financialCurrency")),
             as_of=retrieved_at,
             retrieved_at=retrieved_at,
             url=f"https://finance.yahoo.com/calendar/earnings?symbol={url_quote(symbol, safe='')}",
@@ -453,7 +453,7 @@ class YahooFinanceAdapter:
         retrieved_at = self._now()
         return AnalystRatings(
             symbol=symbol,
-            currency=_text(ticker.fast_info.get("currency")),
+            currency=_currency(symbol, lambda: ticker.fast_info.get("currency")),
             as_of=retrieved_at,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "analysis"),
@@ -538,6 +538,16 @@ def _text(value: Any) -> str | None:
         return None
     text = str(value).strip()
     return text or None
+
+
+def _currency(symbol: str, lookup: Callable[[], Any]) -> str | None:
+    """The currency from its own upstream call, or None when that call fails: the figures already fetched
+    are worth more than the currency label, so a failed lookup must not fail them."""
+    try:
+        return _text(lookup())
+    except Exception as exc:
+        logger.warning("Yahoo Finance currency lookup for %s failed: %r", symbol, exc)
+        return None
 
 
 def _moment(value: Any) -> datetime:

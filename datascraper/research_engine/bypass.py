@@ -6,6 +6,7 @@ composed here from its numbers, citing the Yahoo Finance page as [1], with no mo
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -19,6 +20,8 @@ from datascraper.openai_search import WebSearchStream
 from datascraper.query_analyzer import FastPathMatch
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent
+
+logger = logging.getLogger(__name__)
 
 QUOTE_STEP_ID = "q1"
 
@@ -69,9 +72,6 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
         finding = await fetch_market_data(
             [match.ticker], "quote", question=state.query.question, timeout_s=state.config.market_data_timeout_s
         )
-    except MarketDataError as exc:
-        state.quote_fallback = exc.code
-    else:
         if not finding.ok:
             state.quote_fallback = finding.errors[0].code if finding.errors else "no_data"
         else:
@@ -82,6 +82,12 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
             else:
                 state.sources = [Source(n=1, title=result.title, url=result.url, kind="market_data")]
                 state.market_payloads = [result.data]
+    except MarketDataError as exc:
+        state.quote_fallback = exc.code
+    except Exception:
+        # A malformed payload or a bug: the web search can still answer (CancelledError goes through).
+        logger.exception("The quote fast path failed unexpectedly for %s", match.ticker)
+        answer, state.quote_fallback = None, "internal_error"
     elapsed_ms = round((time.monotonic() - started) * 1000)
     state.clock.add("researching", started)
     if answer is None:

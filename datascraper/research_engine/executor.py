@@ -8,8 +8,10 @@ queue that `execute_round` drains while they run.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import date
 
 from datascraper import prompts
@@ -19,9 +21,19 @@ from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
 from datascraper.research_engine.state import Finding, PlannedStep
-from datascraper.schemas import StepEvent, UsageLedger
+from datascraper.schemas import Route, StepEvent, UsageLedger
+
+logger = logging.getLogger(__name__)
 
 Emit = Callable[[StepEvent], None]
+
+
+@dataclass
+class SubQuestionAttempt:
+    """The route a running sub-question is on, so a timeout or a crash part way reports that route."""
+
+    route: Route
+    fallback_reason: str | None = None  # why market data gave way to a web search
 
 
 async def execute_round(
@@ -29,8 +41,8 @@ async def execute_round(
 ) -> AsyncIterator[StepEvent | Finding]:
     """Run `steps` concurrently; yield each `StepEvent` as it happens and each `Finding` as it is ready.
 
-    A sub-question's own failure is a `failed` finding, never an exception; anything else a task raises
-    (a bug) ends the round with that exception once the other tasks are cancelled.
+    A sub-question's failure, even an unexpected exception, is a `failed` finding: one broken sub-question
+    must not cost the run the others' findings.
     """
     queue: asyncio.Queue[StepEvent | asyncio.Task[Finding]] = asyncio.Queue()
     semaphore = asyncio.Semaphore(config.concurrency)
@@ -52,7 +64,7 @@ async def execute_round(
             else:
                 yield item
     finally:
-        # The consumer stopped early (the run was cancelled) or a task crashed: stop the others.
+        # The consumer stopped early (the run was cancelled): stop the others.
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -71,18 +83,35 @@ async def _answer_in_turn(
         return Finding(step=step, status="deferred", route="synthesis")
     async with semaphore:
         started = time.monotonic()
+        attempt = SubQuestionAttempt(route=step.route)
         try:
             async with asyncio.timeout(config.sub_question_timeout_s):
-                return await answer_sub_question(step, emit, started, config=config, ledger=ledger, today=today)
+                return await answer_sub_question(
+                    step, emit, started, attempt, config=config, ledger=ledger, today=today
+                )
         except TimeoutError:
-            return _failed(step, emit, started, route=step.route, code="sub_question_timeout")
+            code = "sub_question_timeout"
+        except Exception:
+            # A bug or a malformed upstream payload (CancelledError is not an Exception and goes through).
+            logger.exception("Sub-question %s failed unexpectedly", step.id)
+            code = "internal_error"
+        return _failed(step, emit, started, route=attempt.route, code=code, fallback_reason=attempt.fallback_reason)
 
 
 async def answer_sub_question(
-    step: PlannedStep, emit: Emit, started: float, *, config: ResearchConfig, ledger: UsageLedger, today: date
+    step: PlannedStep,
+    emit: Emit,
+    started: float,
+    attempt: SubQuestionAttempt,
+    *,
+    config: ResearchConfig,
+    ledger: UsageLedger,
+    today: date,
 ) -> Finding:
-    """One sub-question by its route; market data that fails or has nothing falls back to a web search."""
-    fallback_reason: str | None = None
+    """One sub-question by its route; market data that fails or has nothing falls back to a web search.
+
+    `attempt` follows the route taken, for the caller's report of a timeout or a crash.
+    """
     if step.route == "market_data":
         emit(StepEvent(sub_question_id=step.id, state="started", route="market_data"))
         assert step.data is not None  # route_sub_question requires it
@@ -91,19 +120,21 @@ async def answer_sub_question(
                 step.tickers, step.data, question=step.question, timeout_s=config.market_data_timeout_s
             )
         except MarketDataError as exc:
-            fallback_reason = exc.code
+            attempt.fallback_reason = exc.code
         else:
             if market.ok:
+                text = market.summary_text()  # before `done`: rendering validates the payloads, and may fail
                 emit(_step(step, "done", "market_data", started))
                 return Finding(
                     step=step,
                     status="answered",
                     route="market_data",
-                    text=market.summary_text(),
+                    text=text,
                     market_data=market,
                     elapsed_ms=_ms(started),
                 )
-            fallback_reason = market.errors[0].code if market.errors else "no_data"
+            attempt.fallback_reason = market.errors[0].code if market.errors else "no_data"
+        attempt.route = "web_search"
         # `fallback` names the route the sub-question falls back to.
         emit(_step(step, "fallback", "web_search", started))
     else:
@@ -120,7 +151,9 @@ async def answer_sub_question(
         async for _ in search:
             pass
     except ResearchError as exc:
-        return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=fallback_reason)
+        return _failed(
+            step, emit, started, route="web_search", code=exc.code, fallback_reason=attempt.fallback_reason
+        )
     result = search.result
     emit(_step(step, "done", "web_search", started))
     return Finding(
@@ -129,7 +162,7 @@ async def answer_sub_question(
         route="web_search",
         text=result.text,
         sources=result.sources,
-        fallback_reason=fallback_reason,
+        fallback_reason=attempt.fallback_reason,
         elapsed_ms=_ms(started),
     )
 

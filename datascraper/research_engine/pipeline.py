@@ -9,6 +9,9 @@
                                           ▲── follow-ups, unless stop ◄──┘ │
                                           └─ stop ─► synthesizer ──────────┘
 
+Mode research always takes the sub-questions path: without the analyzer's, the question itself is the one
+sub-question. Follow-ups join the plan, and a new `PlanEvent` names them before their round runs.
+
 Each node is a small function of the run's `RunState`; the nodes that stream are async generators of
 the events the chat app publishes.
 """
@@ -30,6 +33,7 @@ from datascraper.research_engine.state import Finding, PlannedStep, RoundRecord,
 from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import (
     PlanEvent,
+    QueryAnalysis,
     ResearchEvent,
     ResearchQuery,
     RoundEvent,
@@ -90,7 +94,11 @@ async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
 
 
 async def plan_research(state: RunState) -> list[PlannedStep] | None:
-    """The first round's sub-questions, or None for the single-search path (also when analysis fails)."""
+    """The first round's sub-questions, or None for the single-search path.
+
+    A failed analysis takes the single-search path too, except in mode research, where decomposition is
+    forced: the question itself is then the one sub-question.
+    """
     started = time.monotonic()
     query = state.query
     try:
@@ -104,8 +112,11 @@ async def plan_research(state: RunState) -> list[PlannedStep] | None:
         )
     except ResearchError as exc:
         state.analysis_fallback = exc.code
-        logger.warning("Query analysis failed (%s); answering with one web search.", exc.code)
-        return None
+        if query.mode != "research":
+            logger.warning("Query analysis failed (%s); answering with one web search.", exc.code)
+            return None
+        logger.warning("Query analysis failed (%s); researching the question as asked.", exc.code)
+        analysis = QueryAnalysis(needs_decomposition=True)
     finally:
         state.clock.add("analyzing", started)
     sub_questions = analysis.sub_questions
@@ -165,7 +176,16 @@ async def research_in_rounds(state: RunState, steps: list[PlannedStep]) -> Async
         yield RoundEvent(n=n, complete=report.complete, gaps=report.gaps, follow_ups=record.follow_ups)
         if reason is not None:
             return
+        # The next round's step events name these ids: the plan must list them first.
+        yield extend_plan(state, steps)
         previous_score = report.score
+
+
+def extend_plan(state: RunState, steps: list[PlannedStep]) -> PlanEvent:
+    """The plan with `steps` appended, now the run's plan; clients replace theirs with the newest."""
+    planned = state.plan.sub_questions if state.plan is not None else []
+    state.plan = PlanEvent(needs_decomposition=True, sub_questions=[*planned, *(step.public() for step in steps)])
+    return state.plan
 
 
 async def execute(state: RunState, steps: list[PlannedStep], n: int) -> AsyncIterator[ResearchEvent]:

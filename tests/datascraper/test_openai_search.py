@@ -17,7 +17,7 @@ from datascraper.errors import (
     UpstreamRateLimited,
     UpstreamTimeout,
 )
-from datascraper.openai_search import CitationRewriter, WebSearchStream, clean_url, search_web
+from datascraper.openai_search import CitationRewriter, WebSearchStream, clean_url
 from datascraper.schemas import ChatTurn, ModelUsage, Source, UsageLedger
 from tests.fakes.openai_server import ErrorReply, Sentence, TextReply, Usage, render_cited_text
 
@@ -167,18 +167,6 @@ async def test_reasoning_model_searches_with_low_effort_and_no_temperature(fake_
     assert "temperature" not in request.body
 
 
-async def test_search_web_returns_the_whole_result_numbered_after_the_offset(fake_openai):
-    fake_openai.script(TextReply(APPLE_SENTENCES[:1]))
-    ledger = UsageLedger()
-
-    result = await search_web("Apple Q4 revenue", ledger=ledger, source_offset=3, model="gpt-5-mini")
-
-    assert result.text.endswith("fiscal Q4 2025. [4]")
-    assert result.sources == [Source(n=4, title=REUTERS[1], url=REUTERS[0], kind="web")]
-    assert result.model == "gpt-5-mini" and ledger.calls == 1
-    assert fake_openai.requests[0].instructions.startswith(prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS)
-
-
 async def test_consumer_stopping_early_closes_the_call_and_still_counts_it(fake_openai):
     fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=4, delta_delay=0.05))
     ledger = UsageLedger()
@@ -205,7 +193,7 @@ async def test_rate_limit_raises_upstream_rate_limited_after_the_retries(fake_op
     ledger = UsageLedger()
 
     with pytest.raises(UpstreamRateLimited):
-        await search_web("q", ledger=ledger)
+        await collect(WebSearchStream("q", ledger=ledger))
 
     assert len(fake_openai.requests) == 3
     assert ledger.calls == 1
@@ -216,7 +204,7 @@ async def test_server_error_raises_upstream_error(fake_openai, research_env):
     fake_openai.set_default(ErrorReply(500))
 
     with pytest.raises(UpstreamError):
-        await search_web("q")
+        await collect(WebSearchStream("q"))
 
     assert len(fake_openai.requests) == 2
 
@@ -226,7 +214,23 @@ async def test_slow_first_byte_raises_upstream_timeout(fake_openai, research_env
     fake_openai.script(TextReply(first_byte_delay=2))
 
     with pytest.raises(UpstreamTimeout):
-        await search_web("q")
+        await collect(WebSearchStream("q"))
+
+
+async def test_a_stream_that_goes_quiet_mid_answer_raises_upstream_timeout_with_the_partial_text(
+    fake_openai, research_env
+):
+    research_env(RESEARCH_REQUEST_TIMEOUT="0.3", RESEARCH_MAX_RETRIES="0")
+    fake_openai.script(TextReply(["Apple's revenue rose 6%."], chunk_chars=5, delta_delay=1.0))
+    stream = WebSearchStream("q")
+    shown: list[str] = []
+
+    with pytest.raises(UpstreamTimeout):
+        async for delta in stream:
+            shown.append(delta.text)
+
+    assert shown == ["Apple"]
+    assert stream.result.text == "Apple" and not stream.result.complete
 
 
 async def test_broken_stream_raises_stream_interrupted_and_keeps_the_partial_answer(fake_openai):
@@ -280,6 +284,6 @@ async def test_missing_key_raises_provider_not_configured_without_calling(fake_o
     ledger = UsageLedger()
 
     with pytest.raises(ProviderNotConfigured):
-        await search_web("q", ledger=ledger)
+        await collect(WebSearchStream("q", ledger=ledger))
 
     assert fake_openai.requests == [] and ledger.calls == 0

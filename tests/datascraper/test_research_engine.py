@@ -6,13 +6,15 @@ real MCP client against the market data server in memory over the fake yfinance.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
 
 from datascraper.errors import StreamInterrupted
-from datascraper.research_engine import run_research
-from datascraper.schemas import ResearchQuery, SourcesEvent
+from datascraper.market_data.schemas import MarketDataFinding, ToolResult
+from datascraper.research_engine import bypass, executor, run_research
+from datascraper.schemas import MarketDataKind, ResearchQuery, SourcesEvent
 from tests.datascraper.research_support import (
     MARKER,
     answer_text,
@@ -51,6 +53,15 @@ def script_search(fake, question, *sentences: Sentence, delay: float = 0.0, time
     fake.script(TextReply(list(sentences), first_byte_delay=delay), when=searched(question), times=times)
 
 
+async def malformed_market_data(tickers: list[str], data: MarketDataKind, **_: object) -> MarketDataFinding:
+    """What `fetch_market_data` returns when the server's payload does not fit its model (no figures, no times)."""
+    [symbol] = tickers
+    url = f"https://finance.yahoo.com/quote/{symbol}"
+    tool = "get_quote" if data == "quote" else "get_financial_statement"
+    result = ToolResult(symbol=symbol, tool=tool, data={"symbol": symbol, "url": url}, url=url, title=symbol)
+    return MarketDataFinding(tickers=[symbol], data=data, results=[result])
+
+
 # --- the bypass ------------------------------------------------------------------------------------------
 
 
@@ -81,7 +92,7 @@ async def test_a_simple_price_question_is_answered_from_the_quote_without_any_mo
             "What's Tesla's market cap?",
             "Tesla (TSLA) has a market capitalization of",
         ),
-        ("How much is MSFT up today?", "MSFT is"),
+        ("How much is MSFT up today?", "MSFT last traded "),
     ],
 )
 async def test_market_cap_and_day_change_questions_take_the_fast_path_too(fake_openai, market_data, question, answer):
@@ -90,6 +101,32 @@ async def test_market_cap_and_day_change_questions_take_the_fast_path_too(fake_o
     assert fake_openai.requests == []
     assert answer_text(events).startswith(answer)
     assert summary_of(events).signals["numbers"]["unmatched"] == 0
+
+
+async def test_a_day_change_answer_gives_the_move_from_the_previous_close_and_never_claims_today(
+    fake_openai, market_data
+):
+    events = await run("How much is AAPL up today?")
+
+    assert answer_text(events) == (
+        "AAPL last traded down 3.03 USD (-1.52%) from the previous close of 199.48 USD, at 196.45 USD, "
+        "as of 2025-06-13 20:00 UTC [1]."
+    )
+    assert fake_openai.requests == []
+
+
+async def test_a_fast_path_quote_that_crashes_falls_back_to_one_web_search(
+    fake_openai, market_data, monkeypatch, caplog
+):
+    monkeypatch.setattr(bypass, "fetch_market_data", malformed_market_data)
+    fake_openai.script(TextReply(["Apple trades near $196."]), when=has_web_search)
+
+    events = await run("What is AAPL trading at?")
+
+    assert steps(events) == [("q1", "started", "market_data"), ("q1", "fallback", "web_search")]
+    assert answer_text(events) == "Apple trades near $196."
+    assert summary_of(events).signals["quote_fallback"] == "internal_error"
+    assert any(record.levelno == logging.ERROR and record.exc_info for record in caplog.records)
 
 
 async def test_a_fast_path_quote_that_fails_falls_back_to_one_web_search(fake_openai, market_data_down):
@@ -155,6 +192,26 @@ async def test_research_mode_skips_the_fast_path_and_researches_even_a_simple_qu
     assert len(requests_of(fake_openai, is_synthesis)) == 1
 
 
+async def test_research_mode_with_a_failed_analysis_researches_the_question_as_asked(fake_openai, research_env):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    fake_openai.script(ErrorReply(400), when=is_analysis)
+    script_search(fake_openai, COMPARISON, Sentence("Apple grew 2%, Microsoft 16%.", cites=[REUTERS]))
+    script_synthesis(fake_openai, "Microsoft grew faster [1].")
+
+    events = await run(COMPARISON, mode="research")
+
+    [plan] = of_type(events, "plan")
+    assert plan.payload() == {
+        "needs_decomposition": True,
+        "sub_questions": [{"id": "q1", "question": COMPARISON, "type": "qualitative", "route": "web_search"}],
+    }
+    assert steps(events) == [("q1", "started", "web_search"), ("q1", "done", "web_search")]
+    assert len(requests_of(fake_openai, is_synthesis)) == 1
+    summary = summary_of(events)
+    assert summary.mode == "research" and summary.answer == "Microsoft grew faster [1]."
+    assert summary.signals["analysis_fallback"] == "upstream_error"
+
+
 # --- the full research run -------------------------------------------------------------------------------
 
 
@@ -189,7 +246,7 @@ async def test_a_comparison_is_researched_concurrently_in_rounds_and_answered_wi
     events = await run(COMPARISON)
 
     # the plan: numbers to market data, opinions to the web, the comparison to synthesis
-    [plan] = of_type(events, "plan")
+    plan = of_type(events, "plan")[0]
     assert [(q.id, q.type, q.route) for q in plan.sub_questions] == [
         ("q1", "numerical", "market_data"),
         ("q2", "numerical", "market_data"),
@@ -255,6 +312,42 @@ async def test_a_comparison_is_researched_concurrently_in_rounds_and_answered_wi
         "total_ms",
         "first_token_ms",
     }
+
+
+async def test_follow_ups_join_the_plan_before_their_round_runs_and_the_run_stores_the_whole_plan(
+    fake_openai, research_env
+):
+    research_env(RESEARCH_MAX_ITERATIONS="3")
+    script_analysis(fake_openai, APPLE_ANALYSTS, WHICH_GREW_FASTER)
+    script_gaps(fake_openai, gaps(5, MICROSOFT_GUIDANCE), gaps(9, complete=True))
+
+    events = await run(COMPARISON)
+
+    plans = of_type(events, "plan")
+    assert [[(q.id, q.question, q.type, q.route) for q in plan.sub_questions] for plan in plans] == [
+        [
+            ("q1", APPLE_ANALYSTS.question, "qualitative", "web_search"),
+            ("q2", WHICH_GREW_FASTER.question, "analytical", "synthesis"),
+        ],
+        [
+            ("q1", APPLE_ANALYSTS.question, "qualitative", "web_search"),
+            ("q2", WHICH_GREW_FASTER.question, "analytical", "synthesis"),
+            ("q3", MICROSOFT_GUIDANCE.question, "qualitative", "web_search"),
+        ],
+    ]
+    assert all(plan.needs_decomposition for plan in plans)
+    order = [(e.type, getattr(e, "sub_question_id", "")) for e in events if e.type in ("plan", "round", "step")]
+    assert order == [
+        ("plan", ""),
+        ("step", "q1"),
+        ("step", "q1"),
+        ("round", ""),
+        ("plan", ""),
+        ("step", "q3"),
+        ("step", "q3"),
+        ("round", ""),
+    ]
+    assert summary_of(events).plan == plans[-1].payload()
 
 
 async def test_step_events_arrive_while_other_sub_questions_are_still_running(fake_openai, research_env):
@@ -387,6 +480,50 @@ async def test_a_sub_question_over_its_time_budget_fails_and_the_run_still_answe
 
     assert ("q1", "failed", "web_search") in steps(events) and ("q2", "done", "web_search") in steps(events)
     assert summary_of(events).answer
+
+
+async def test_a_sub_question_that_crashes_is_a_failed_step_and_the_run_still_answers(
+    fake_openai, research_env, monkeypatch, caplog
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    monkeypatch.setattr(executor, "fetch_market_data", malformed_market_data)
+    script_analysis(fake_openai, APPLE_REVENUE, APPLE_ANALYSTS)
+    script_search(fake_openai, "about Apple", Sentence("Most analysts rate Apple a buy.", cites=[REUTERS]))
+    script_synthesis(fake_openai, "Analysts rate Apple a buy [1]; its revenue could not be retrieved.")
+
+    events = await run("How is Apple doing?")
+
+    assert sorted(steps(events)) == [
+        ("q1", "failed", "market_data"),
+        ("q1", "started", "market_data"),
+        ("q2", "done", "web_search"),
+        ("q2", "started", "web_search"),
+    ]
+    [synthesis] = requests_of(fake_openai, is_synthesis)
+    assert "Not answered: the research for it failed (internal_error)." in synthesis.input_text
+    summary = summary_of(events)
+    assert summary.answer.startswith("Analysts rate Apple a buy [1]")
+    assert summary.signals["failed"] == 1
+    [crash] = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert crash.exc_info is not None and "q1" in crash.getMessage()
+
+
+async def test_a_sub_question_timing_out_after_a_fallback_fails_on_the_web_route_with_its_reason(
+    fake_openai, market_data, research_env
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1", RESEARCH_SUB_QUESTION_TIMEOUT="0.5")
+    script_analysis(fake_openai, sub("What is EMPTY's revenue?", "numerical", ["EMPTY"], "income_statement"))
+    script_search(fake_openai, "EMPTY's revenue", Sentence("Revenue was $1 billion."), delay=3)
+
+    events = await run("How big is EMPTY?")
+
+    assert steps(events) == [
+        ("q1", "started", "market_data"),
+        ("q1", "fallback", "web_search"),
+        ("q1", "failed", "web_search"),
+    ]
+    signals = summary_of(events).signals
+    assert signals["failed"] == 1 and signals["fallback_reasons"] == {"no_data": 1}
 
 
 async def test_a_failed_gap_detector_ends_the_loop_and_the_findings_are_answered(fake_openai, research_env):

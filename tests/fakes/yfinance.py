@@ -8,6 +8,7 @@ Everything is deterministic and anchored at `TODAY`. Some symbols script failure
 | NANS    | finite price, but NaN and inf in the other figures               |
 | LIMIT   | raises yfinance's `YFRateLimitError`                             |
 | BOOM    | raises a generic exception, as a broken connection would         |
+| NOINFO  | `info` and `fast_info` raise as BOOM does; frames and lists load |
 | HANG    | blocks until `FakeYahoo.release` is set (or `hang_s` passes)     |
 | CRASH   | kills the whole process, as a segfaulting server would           |
 
@@ -107,7 +108,7 @@ class FakeYahoo:
             time.sleep(self.latency_s)
         if symbol == "LIMIT":
             raise YFRateLimitError()
-        if symbol == "BOOM":
+        if symbol == "BOOM" or (symbol == "NOINFO" and member in ("info", "fast_info")):
             raise ConnectionError("Failed to perform, curl: (6) Could not resolve host: query2.finance.yahoo.com")
         if symbol == "HANG":
             self.release.wait(self.hang_s)

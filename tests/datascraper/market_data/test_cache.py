@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -33,6 +34,20 @@ class BrokenStore:
 
     async def set(self, key: str, value: Any, ttl_s: float) -> None:
         raise ConnectionError("redis is down")
+
+
+class HangingStore:
+    """A store that never answers, as a blackholed Redis would."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    async def get(self, key: str) -> Any | None:
+        await asyncio.Event().wait()
+
+    async def set(self, key: str, value: Any, ttl_s: float) -> None:
+        self.writes += 1
+        await asyncio.Event().wait()
 
 
 class Clock:
@@ -123,6 +138,26 @@ async def test_a_broken_store_degrades_to_no_caching() -> None:
         return "value"
 
     assert await cache.get_or_fetch("k", 60, fetch) == "value"
+
+
+async def test_a_store_that_never_answers_is_skipped_after_its_timeout_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = HangingStore()
+    cache = TTLCache(store, store_timeout_s=0.05)
+
+    async def fetch() -> str:
+        return "value"
+
+    async with asyncio.timeout(2):
+        assert await cache.get_or_fetch("k", 60, fetch) == "value"
+        assert await cache.get_or_fetch("k", 60, fetch) == "value"
+
+    assert store.writes == 2
+    warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
+    assert [record.getMessage() for record in warnings] == [
+        "Market data cache read timed out after 0.05 s for k; going on without the cache."
+    ]
 
 
 async def test_n_concurrent_identical_tool_calls_make_one_upstream_call(fake_yahoo: FakeYahoo) -> None:

@@ -26,7 +26,7 @@ from datascraper.market_data.client import (
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
 from datascraper.market_data.server import MarketDataServer, build_server
 from datascraper.market_data.yahoo import YahooFinanceAdapter
-from datascraper.schemas import MarketDataKind, Source
+from datascraper.schemas import MarketDataKind
 from tests.fakes.yfinance import FakeYahoo
 
 
@@ -140,15 +140,6 @@ async def test_the_summary_gives_numbers_with_as_of_dates_and_pages(installed: M
     assert "EMPTY: no_data: Yahoo Finance has no annual income statement for EMPTY." in summary
 
 
-async def test_sources_build_numbered_market_data_sources(installed: MarketDataClient) -> None:
-    finding = await fetch_market_data(["AAPL", "MSFT"], "quote")
-
-    assert finding.as_sources(first_n=3) == [
-        Source(n=3, title="Yahoo Finance — AAPL quote", url="https://finance.yahoo.com/quote/AAPL", kind="market_data"),
-        Source(n=4, title="Yahoo Finance — MSFT quote", url="https://finance.yahoo.com/quote/MSFT", kind="market_data"),
-    ]
-
-
 async def test_a_call_outliving_its_timeout_is_a_timeout_error(fake_yahoo: FakeYahoo) -> None:
     patient_server = build_server(YahooFinanceAdapter(fake_yahoo.ticker, cache=TTLCache(), timeout_s=30))
     client = MarketDataClient(patient_server)
@@ -215,15 +206,25 @@ async def test_the_process_wide_client_is_created_once_and_replaced_after_close(
     await close_market_data_client()
 
 
-def test_the_default_server_is_a_stdio_child_with_the_parents_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+def test_the_default_server_is_a_stdio_child_with_the_parents_environment_minus_its_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://:hunter2@127.0.0.1:6379/0")
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "config.settings")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "signing-secret")
+    monkeypatch.setenv("github_token", "ghp-test")
+    monkeypatch.setenv("DB_PASSWORD", "hunter2")
 
     parameters = default_server_parameters()
 
     assert parameters.command == sys.executable
     assert parameters.args == ["-m", "datascraper.mcp_server"]
-    assert parameters.env == dict(os.environ)
-    assert parameters.env["REDIS_URL"] == "redis://127.0.0.1:6379/0"
+    assert parameters.env is not None
+    assert not {"OPENAI_API_KEY", "DJANGO_SECRET_KEY", "github_token", "DB_PASSWORD"} & parameters.env.keys()
+    assert parameters.env["REDIS_URL"] == "redis://:hunter2@127.0.0.1:6379/0"
+    assert parameters.env["DJANGO_SETTINGS_MODULE"] == "config.settings"
+    assert parameters.env["PATH"] == os.environ["PATH"]
 
 
 async def test_closing_cuts_off_calls_in_flight_with_a_named_error(fake_yahoo: FakeYahoo) -> None:

@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from datascraper import mcp_server
-from datascraper.market_data.client import PROJECT_ROOT, MarketDataClient, fetch_market_data, set_market_data_client
+from datascraper.market_data.client import (
+    PROJECT_ROOT,
+    MarketDataClient,
+    child_environment,
+    fetch_market_data,
+    set_market_data_client,
+)
 from datascraper.market_data.errors import MarketDataUnavailable
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.datascraper.market_data.test_tools import TOOL_CALLS, error_of
@@ -111,6 +117,24 @@ async def test_a_dead_server_is_restarted_once_by_the_next_call_then_stopped_on_
     assert not restarted.is_error and second != first and not is_running(first)
     assert not recovered.is_error and last not in (first, second)
     assert not is_running(last)
+
+
+async def test_a_production_server_started_without_the_apps_secrets_still_serves() -> None:
+    app_environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "the-apps-signing-secret",
+    }
+    parameters = launcher_parameters(django=True).model_copy(update={"env": child_environment(app_environment)})
+    client = MarketDataClient(parameters, call_timeout_s=10)
+    try:
+        result = await client.call_tool("get_quote", {"symbol": "AAPL"})
+    finally:
+        await client.aclose()
+
+    assert "DJANGO_SECRET_KEY" not in parameters.env
+    assert not result.is_error, result.content
 
 
 async def test_a_server_dying_mid_call_twice_gives_a_named_error(stdio_client: MarketDataClient) -> None:

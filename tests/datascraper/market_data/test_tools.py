@@ -221,6 +221,31 @@ async def test_bad_arguments_are_one_sentence_invalid_argument_errors(
     assert "pydantic" not in text and "validation error" not in text
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "figures"),
+    [
+        ("get_price_history", {"symbol": "NOINFO"}, "bars"),
+        ("get_financial_statement", {"symbol": "NOINFO", "statement": "income"}, "lines"),
+        ("get_earnings", {"symbol": "NOINFO"}, "reported"),
+        ("get_analyst_ratings", {"symbol": "NOINFO"}, "trend"),
+    ],
+)
+async def test_a_failed_currency_lookup_leaves_the_currency_empty_not_the_figures(
+    mcp_client: InMemoryMCP, tool: str, arguments: dict[str, Any], figures: str
+) -> None:
+    result = await mcp_client.call_tool(tool, arguments)
+
+    assert not result.is_error, result.content
+    assert result.structured_content["currency"] is None
+    assert result.structured_content[figures]
+
+
+async def test_an_unknown_tool_is_an_invalid_argument_error(mcp_client: InMemoryMCP) -> None:
+    result = await mcp_client.call_tool("nope", {"symbol": "AAPL"})
+
+    assert error_of(result) == ("invalid_argument", "invalid_argument: There is no tool named 'nope'.")
+
+
 async def test_a_timed_out_call_does_not_block_the_others(mcp_client: InMemoryMCP) -> None:
     hung = await mcp_client.call_tool("get_quote", {"symbol": "HANG"})
     fine = await mcp_client.call_tool("get_quote", {"symbol": "MSFT"})
