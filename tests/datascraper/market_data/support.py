@@ -48,3 +48,13 @@ def launcher_parameters(*args: str, django: bool = False) -> StdioServerParamete
         env=env,
         cwd=PROJECT_ROOT,
     )
+
+
+# One fake symbol per error code of the tools (see tests/fakes/yfinance.py).
+ERROR_CASES = [
+    ("XX$", "invalid_symbol"),
+    ("EMPTY", "no_data"),
+    ("LIMIT", "rate_limited"),
+    ("BOOM", "upstream_error"),
+    ("HANG", "timeout"),
+]

@@ -24,7 +24,7 @@ from datascraper.market_data.client import (
     set_market_data_client,
 )
 from datascraper.market_data.errors import MarketDataUnavailable
-from tests.datascraper.market_data.support import launcher_parameters
+from tests.datascraper.market_data.support import ERROR_CASES, launcher_parameters
 from tests.datascraper.market_data.test_tools import TOOL_CALLS, error_of
 
 
@@ -53,13 +53,7 @@ async def test_every_tool_answers_over_stdio(
 
 @pytest.mark.parametrize(
     ("symbol", "code"),
-    [
-        ("XX$", "invalid_symbol"),
-        ("EMPTY", "no_data"),
-        ("LIMIT", "rate_limited"),
-        ("BOOM", "upstream_error"),
-        ("HANG", "timeout"),
-    ],
+    ERROR_CASES,
 )
 async def test_each_error_code_crosses_stdio_as_one_sentence(
     stdio_client: MarketDataClient, symbol: str, code: str

@@ -12,7 +12,7 @@ from mcp_types import CallToolResult, TextContent
 
 from datascraper.market_data.schemas import RESULT_MODELS
 from datascraper.market_data.yahoo import MAX_HISTORY_BARS, MAX_NEWS_ITEMS
-from tests.datascraper.market_data.support import InMemoryMCP
+from tests.datascraper.market_data.support import ERROR_CASES, InMemoryMCP
 
 TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get_quote", {"symbol": "AAPL"}),
@@ -186,13 +186,7 @@ async def test_an_empty_answer_is_no_data_not_zero(
 
 @pytest.mark.parametrize(
     ("symbol", "code"),
-    [
-        ("XX$", "invalid_symbol"),
-        ("EMPTY", "no_data"),
-        ("LIMIT", "rate_limited"),
-        ("BOOM", "upstream_error"),
-        ("HANG", "timeout"),
-    ],
+    ERROR_CASES,
 )
 async def test_each_failure_is_an_error_result_with_its_code(mcp_client: InMemoryMCP, symbol: str, code: str) -> None:
     result = await mcp_client.call_tool("get_quote", {"symbol": symbol})
