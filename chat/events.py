@@ -13,12 +13,15 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from asgiref.sync import sync_to_async
 from django_eventstream import send_event
 from django_eventstream.storage import EventDoesNotExist
 from django_eventstream.utils import get_storage, sse_encode_event
 from django_eventstream.views import Listener, get_listener_manager
+
+T = TypeVar("T")
 
 TERMINAL_EVENTS = frozenset({"done", "error"})
 KEEPALIVE_SECONDS = 15.0
@@ -39,7 +42,18 @@ def publish(channel: str, event_type: str, data: dict) -> None:
     send_event(channel, event_type, data)
 
 
-apublish = sync_to_async(publish)
+async def in_thread(function: Callable[..., T], *args: object) -> T:
+    """`sync_to_async`, without losing a cancel: asgiref lets a sync call that is already running finish
+    and then swallows the task's cancellation, so a long loop of such calls would never stop."""
+    result = await sync_to_async(function)(*args)
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+    return result
+
+
+async def apublish(channel: str, event_type: str, data: dict) -> None:
+    await in_thread(publish, channel, event_type, data)
 
 
 def parse_last_event_id(value: str | None, channel: str) -> int:
@@ -101,7 +115,7 @@ async def iter_run_events(
                 listener.aevent.clear()
                 listener.channel_items = {}
                 listener.overflow = False
-            events = await sync_to_async(_read_after)(channel, last_id)
+            events = await in_thread(_read_after, channel, last_id)
             for event in events:
                 last_id = event.id
                 yield RunEventRecord(event.id, event.type, event.data)

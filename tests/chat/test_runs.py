@@ -273,3 +273,18 @@ async def test_a_server_shutdown_mid_run_ends_it_as_interrupted_not_cancelled(ap
     assert events[-1].type == "error" and events[-1].data["code"] == "interrupted"
     run = await wait_finished(api, accepted["run_id"])
     assert run["status"] == "error" and run["message_id"] == events[-1].data["message_id"]
+
+
+async def test_a_subscriber_that_hangs_up_stops_listening_while_the_run_goes_on(api, fake_openai):
+    from django_eventstream.views import get_listener_manager
+
+    fake_openai.script(TextReply(CITED_ANSWER.sentences, chunk_chars=2, delta_delay=0.05))
+    accepted = await ask(api)
+    channel = f"run-{accepted['run_id']}"
+
+    await read_events(api, accepted["events_url"], stop_after=3)  # then the client closes the stream
+    async with asyncio.timeout(5):
+        while channel in get_listener_manager().listeners_by_channel:
+            await asyncio.sleep(0.02)
+
+    assert (await wait_finished(api, accepted["run_id"]))["status"] == "done"  # the answer is still stored
