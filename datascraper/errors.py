@@ -5,6 +5,11 @@ Messages are written for the end user: no traceback, no key, no upstream payload
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datascraper.schemas import RunSummary
+
 
 class ResearchError(Exception):
     code = "research_failed"
@@ -12,6 +17,8 @@ class ResearchError(Exception):
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or self.default_message)
+        # Set by the pipeline on the way out: the failed run's usage, timings and signals.
+        self.summary: RunSummary | None = None
 
     @property
     def message(self) -> str:

@@ -49,6 +49,7 @@ class RunFailure:
     status: str
     code: str
     message: str
+    summary: RunSummary | None = None  # what the failed research cost and did, when the router said
 
 
 CANCELLED = RunFailure(ResearchRun.Status.CANCELLED, "cancelled", "The run was cancelled.")
@@ -136,15 +137,19 @@ def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message |
     )
     run.answer = answer
     run.status = ResearchRun.Status.DONE
+    run.finished_at = timezone.now()
+    _record_summary(run, summary)
+    run.save()
+    return answer
+
+
+def _record_summary(run: ResearchRun, summary: RunSummary) -> None:
     run.mode = summary.mode
     run.plan = summary.plan
     run.rounds = summary.rounds
     run.timings = summary.timings
     run.usage = summary.usage.model_dump(mode="json")
     run.signals = summary.signals
-    run.finished_at = timezone.now()
-    run.save()
-    return answer
 
 
 @sync_to_async
@@ -170,7 +175,9 @@ def _finish_failed(
     run.status = failure.status
     run.error = {"code": failure.code, "message": failure.message}
     run.finished_at = timezone.now()
-    run.save(update_fields=["answer", "status", "error", "finished_at"])
+    if failure.summary is not None:
+        _record_summary(run, failure.summary)
+    run.save()
     return True, answer
 
 
@@ -252,7 +259,7 @@ async def _execute(run_id: uuid.UUID, research: ResearchFn) -> None:
             # A cancel request, or the server shutting down (which cancels this task, and so the work).
             outcome = CANCELLED if await _is_cancel_requested(run_id) else INTERRUPTED
         except ResearchError as exc:
-            outcome = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message)
+            outcome = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message, exc.summary)
         except Exception:
             logger.exception("run %s failed unexpectedly", run_id)
             outcome = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The run failed unexpectedly.")

@@ -56,10 +56,15 @@ async def run_research(query: ResearchQuery, config: ResearchConfig | None = Non
     if not config.is_configured:
         raise ProviderNotConfigured()
     state = RunState(query=query, config=config, today=today_in(query.timezone))
-    async for event in route_question(state):
-        yield event
-    async for event in finish(state):
-        yield event
+    try:
+        async for event in route_question(state):
+            yield event
+    except ResearchError as exc:
+        # A failed run is still measured: what it cost and how far it got travel with the error.
+        exc.summary = summarize(state, error=exc.code)
+        raise
+    yield SourcesEvent(sources=state.sources)
+    yield summarize(state)
 
 
 async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
@@ -238,13 +243,13 @@ async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
     state.answer = synthesis.text
 
 
-async def finish(state: RunState) -> AsyncIterator[ResearchEvent]:
-    """The sources, then the summary the chat app stores; the quality signals are logged on the way."""
-    yield SourcesEvent(sources=state.sources)
+def summarize(state: RunState, *, error: str | None = None) -> RunSummary:
+    """What the chat app stores on the run; the quality signals are logged here, for failed runs too."""
     timings = state.clock.timings()
     signals = compute_signals(run_record(state, timings))
+    signals["error"] = error
     log_signals(signals)
-    yield RunSummary(
+    return RunSummary(
         mode=state.mode,
         answer=state.answer,
         sources=state.sources,

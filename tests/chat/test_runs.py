@@ -288,3 +288,16 @@ async def test_a_subscriber_that_hangs_up_stops_listening_while_the_run_goes_on(
             await asyncio.sleep(0.02)
 
     assert (await wait_finished(api, accepted["run_id"]))["status"] == "done"  # the answer is still stored
+
+
+async def test_a_failed_run_still_records_what_it_cost_and_did(api, fake_openai):
+    fake_openai.script(TextReply(CITED_ANSWER.sentences, chunk_chars=5, interrupt="drop", after_deltas=6))
+    accepted = await ask(api)
+
+    run = await wait_finished(api, accepted["run_id"])
+
+    assert run["status"] == "error" and run["error"]["code"] == "stream_interrupted"
+    assert run["mode"] == "quick"
+    assert run["usage"]["by_model"]["gpt-5.2-chat-latest"]["calls"] == 1
+    assert run["signals"]["error"] == "stream_interrupted"
+    assert run["timings"]["total_ms"] >= 0

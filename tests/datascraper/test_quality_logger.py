@@ -16,9 +16,10 @@ from datascraper.quality_logger import (
     market_values,
     unmatched_numbers,
 )
+from datascraper.errors import UpstreamError
 from datascraper.schemas import ModelUsage, Source, UsageLedger
 from tests.datascraper.research_support import gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, sub, summary_of
-from tests.fakes.openai_server import JsonReply, Sentence, TextReply, has_web_search
+from tests.fakes.openai_server import ErrorReply, JsonReply, Sentence, TextReply, has_web_search
 
 YAHOO = Source(n=1, title="Yahoo Finance — AAPL quote", url="https://finance.yahoo.com/quote/AAPL", kind="market_data")
 REUTERS = Source(n=2, title="Reuters", url="https://www.reuters.com/a", kind="web")
@@ -152,3 +153,18 @@ async def test_a_failed_gap_detector_is_a_signal_not_a_crash(fake_openai, resear
     signals = summary_of(events).signals
     assert signals["gap_detector_fallback"] == "invalid_model_output"
     assert signals["completed_early"] is True
+
+
+async def test_a_failed_run_is_measured_and_logged_too(fake_openai, research_env, caplog):
+    research_env(RESEARCH_MAX_RETRIES="0")
+    fake_openai.script(ErrorReply(500))
+
+    with caplog.at_level(logging.INFO, logger="datascraper.quality"), pytest.raises(UpstreamError) as raised:
+        await run("How did Apple's last quarter go?", mode="quick")
+
+    summary = raised.value.summary
+    assert summary is not None and summary.mode == "quick"
+    assert summary.signals["error"] == "upstream_error"
+    assert summary.usage.by_model["gpt-5.2-chat-latest"].calls == 1
+    [line] = [r for r in caplog.records if r.name == "datascraper.quality"]
+    assert json.loads(line.getMessage())["error"] == "upstream_error"
