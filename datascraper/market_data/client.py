@@ -6,6 +6,9 @@ tasks and from whatever event loop they live on (the ASGI server's, a management
 the session belongs to one task on a private event loop thread; callers submit their calls to that loop and
 the calls run concurrently on the one session. The session opens on the first call; if the server dies, the
 next call restarts it once, and a second failure is a named `MarketDataUnavailable`.
+
+The server is our stdio child by default; with `MARKET_DATA_MCP_URL` set, the process-wide client connects to
+that streamable HTTP server instead (the server run as its own service, shared by every app process).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from concurrent.futures import Future as ConcurrentFuture
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, get_args
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -88,6 +92,27 @@ _ROUTES: dict[MarketDataKind, tuple[ToolName, dict[str, str], str]] = {
 }
 
 
+MARKET_DATA_MCP_URL_VARIABLE = "MARKET_DATA_MCP_URL"
+
+
+def default_server_target() -> ServerTarget:
+    """The server `MARKET_DATA_MCP_URL` names (streamable HTTP), or else our server as a stdio child.
+
+    Raises:
+        MarketDataUnavailable: the variable is set but is not an http(s) URL; its value is not repeated,
+            since a URL may carry credentials.
+    """
+    url = os.environ.get(MARKET_DATA_MCP_URL_VARIABLE, "").strip()
+    if not url:
+        return default_server_parameters()
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise MarketDataUnavailable(
+            f"{MARKET_DATA_MCP_URL_VARIABLE} must be an http(s) URL such as http://127.0.0.1:8765/mcp."
+        )
+    return url
+
+
 def default_server_parameters() -> StdioServerParameters:
     """Our server as a stdio child of this interpreter, with this process's environment minus its secrets.
 
@@ -117,7 +142,8 @@ class _Session:
 class MarketDataClient:
     """One long-lived MCP session, shared by every caller in the process.
 
-    Safe to call from any task, event loop or thread; `close()` ends the session and the server process.
+    Safe to call from any task, event loop or thread; `close()` ends the session and, for a stdio target,
+    the server process. Without a target: `default_server_target()`.
     """
 
     def __init__(
@@ -127,7 +153,7 @@ class MarketDataClient:
         call_timeout_s: float | None = None,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> None:
-        self.target: ServerTarget = target if target is not None else default_server_parameters()
+        self.target: ServerTarget = target if target is not None else default_server_target()
         self.call_timeout_s = (
             call_timeout_s if call_timeout_s is not None else get_research_config().market_data_timeout_s
         )
@@ -320,7 +346,8 @@ _client_lock = threading.Lock()
 
 
 def get_market_data_client() -> MarketDataClient:
-    """The process-wide client; its server starts on the first call and stops at exit."""
+    """The process-wide client of `default_server_target()`: a stdio server starts on the first call and
+    stops at exit; an HTTP server (`MARKET_DATA_MCP_URL`) is only connected to."""
     global _client
     with _client_lock:
         if _client is None:
