@@ -48,3 +48,14 @@ class UpstreamError(ResearchError):
 class StreamInterrupted(ResearchError):
     code = "stream_interrupted"
     default_message = "The answer stream from the model provider broke off."
+
+
+class DeadlineExceeded(ResearchError):
+    """The run's hard deadline (`RESEARCH_RUN_TIMEOUT`) passed before an answer was written.
+
+    Research past its own, earlier deadline is not an error: the answer is written from the findings so
+    far. This is raised only when the answer itself cannot be finished in time.
+    """
+
+    code = "deadline_exceeded"
+    default_message = "The research ran out of time before the answer could be finished."

@@ -148,22 +148,34 @@ async def parse_structured(
     ledger: UsageLedger,
     *,
     effort: ReasoningEffort = "low",
+    timeout_s: float | None = None,
 ) -> SchemaT:
     """One structured-output call: the model must answer with JSON matching `schema`.
 
     The SDK is asked for the raw text (`parse_as=None`) and the JSON is validated here, so the call's
     usage is recorded even when the output does not parse. Every call counts in `ledger`, failed or not.
+
+    Structured calls are the planner's, so the whole call, the SDK's retries included, is bounded by
+    `timeout_s` (default `RESEARCH_PLANNER_TIMEOUT`) and raises `UpstreamTimeout` past it: a hung
+    planner costs its caller's fallback that long, not the request timeout times the tries.
     """
+    config = get_research_config()
     client = get_openai_client()
+    timeout_s = config.planner_timeout_s if timeout_s is None else timeout_s
+    if timeout_s <= 0:
+        raise UpstreamTimeout("No time was left to ask the model.")
+    # Each try's own timeout must not outlast the bound of the whole call either.
+    bounded = client.with_options(timeout=min(config.request_timeout_s, timeout_s))
     try:
-        response = await client.responses.parse(
-            model=model,
-            instructions=instructions,
-            input=input,
-            text_format=schema,
-            parse_as=None,
-            **model_kwargs(model, effort=effort),
-        )
+        async with asyncio.timeout(timeout_s):
+            response = await bounded.responses.parse(
+                model=model,
+                instructions=instructions,
+                input=input,
+                text_format=schema,
+                parse_as=None,
+                **model_kwargs(model, effort=effort),
+            )
     except (openai.OpenAIError, TimeoutError) as exc:
         ledger.record(model, ModelUsage(calls=1))
         raise translate_error(exc) from exc

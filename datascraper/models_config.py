@@ -32,6 +32,12 @@ class ResearchConfig(BaseModel):
     completeness_threshold: float = Field(default=8.0, ge=0, le=10)
     # Research stops when a round raises the gap detector's score by less than this.
     min_score_improvement: float = Field(default=0.5, ge=0, le=10)
+    # Run budgets. The whole run, answer included (see `research_engine.state.Deadline` for the share
+    # kept for the answer); each planner call (analyzer, gap detector), retries included; and the tokens
+    # (input + output, every call) after which research stops and the answer is written. None: no budget.
+    run_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    planner_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False)
+    max_tokens_per_run: int | None = Field(default=None, ge=1)
 
     @property
     def is_configured(self) -> bool:
@@ -58,6 +64,9 @@ class ResearchConfig(BaseModel):
             "sub_question_timeout_s": pick("RESEARCH_SUB_QUESTION_TIMEOUT"),
             "market_data_timeout_s": pick("RESEARCH_MARKET_DATA_TIMEOUT"),
             "completeness_threshold": pick("RESEARCH_COMPLETENESS_THRESHOLD"),
+            "run_timeout_s": pick("RESEARCH_RUN_TIMEOUT"),
+            "planner_timeout_s": pick("RESEARCH_PLANNER_TIMEOUT"),
+            "max_tokens_per_run": pick("RESEARCH_MAX_TOKENS_PER_RUN"),
         }
         return cls(**{k: v for k, v in fields.items() if v is not None})
 

@@ -126,11 +126,13 @@ async def analyze_query(
     timezone: str | None,
     config: ResearchConfig,
     ledger: UsageLedger,
+    timeout_s: float | None = None,
 ) -> QueryAnalysis:
     """The planner model's verdict, with sub-questions capped at `config.max_sub_questions`.
 
-    Raises the named error of `parse_structured` (`StructuredOutputInvalid`, upstream failures); the
-    caller falls back to the single-search path.
+    The call is bounded by `timeout_s` (default `config.planner_timeout_s`). Raises the named error of
+    `parse_structured` (`StructuredOutputInvalid`, upstream failures, `UpstreamTimeout` past the bound);
+    the caller falls back to the single-search path.
     """
     analysis = await parse_structured(
         config.planner_model,
@@ -141,6 +143,7 @@ async def analyze_query(
         ),
         QueryAnalysis,
         ledger,
+        timeout_s=config.planner_timeout_s if timeout_s is None else timeout_s,
     )
     sub_questions = [sq for sq in analysis.sub_questions if sq.question.strip()][: config.max_sub_questions]
     return analysis.model_copy(update={"sub_questions": sub_questions})

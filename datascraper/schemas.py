@@ -189,7 +189,16 @@ class RunSummary(_Event):
     signals: dict = Field(default_factory=dict)
 
 
+class CheckpointEvent(_Event):
+    """The research so far (the plan and every finished round), as JSON the caller stores and hands back
+    as `run_research(..., resume_from=...)`: a resumed run goes on from there without asking again.
+    Not sent to clients."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    state: dict
+
+
 ResearchEvent = Annotated[
-    Union[StatusEvent, PlanEvent, StepEvent, RoundEvent, DeltaEvent, SourcesEvent, RunSummary],
+    Union[StatusEvent, PlanEvent, StepEvent, RoundEvent, DeltaEvent, SourcesEvent, RunSummary, CheckpointEvent],
     Field(discriminator="type"),
 ]

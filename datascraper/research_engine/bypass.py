@@ -27,7 +27,10 @@ QUOTE_STEP_ID = "q1"
 
 
 async def answer_with_one_search(state: RunState) -> AsyncIterator[ResearchEvent]:
-    """One streamed, web-searched answer. On failure part way, the sources so far go out first."""
+    """One streamed, web-searched answer, within the run's hard deadline (`DeadlineExceeded` past it).
+
+    On failure part way, the sources so far go out first.
+    """
     started = time.monotonic()
     yield StatusEvent(phase="synthesizing", label="Searching the web and writing the answer")
     stream = WebSearchStream(
@@ -38,7 +41,7 @@ async def answer_with_one_search(state: RunState) -> AsyncIterator[ResearchEvent
         today=state.today,
     )
     try:
-        async for delta in stream:
+        async for delta in state.deadline.within(stream):
             state.clock.first_token()
             yield delta
     except ResearchError:
@@ -53,7 +56,11 @@ async def answer_with_one_search(state: RunState) -> AsyncIterator[ResearchEvent
 
 async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncIterator[ResearchEvent]:
     """The answer from one quote. When market data fails, `state.quote_fallback` says why and no text is
-    yielded: the caller then takes the web search."""
+    yielded: the caller then takes the web search.
+
+    The quote is research: it must arrive by the research deadline, so its fallback still has the time
+    kept for the answer.
+    """
     started = time.monotonic()
     step = PlannedStep(
         id=QUOTE_STEP_ID,
@@ -69,9 +76,8 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
     yield StepEvent(sub_question_id=step.id, state="started", route="market_data")
     answer: str | None = None
     try:
-        finding = await fetch_market_data(
-            [match.ticker], "quote", question=state.query.question, timeout_s=state.config.market_data_timeout_s
-        )
+        timeout_s = min(state.config.market_data_timeout_s, state.deadline.research_remaining())
+        finding = await fetch_market_data([match.ticker], "quote", question=state.query.question, timeout_s=timeout_s)
         if not finding.ok:
             state.quote_fallback = finding.errors[0].code if finding.errors else "no_data"
         else:

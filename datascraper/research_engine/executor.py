@@ -1,8 +1,10 @@
 """Where a sub-question is routed and answered: market data, a web search, or deferred to synthesis.
 
 A round's sub-questions run as concurrent tasks, at most `RESEARCH_CONCURRENCY` at once, each within
-`sub_question_timeout_s`. Their `step` events reach the caller as they happen: the tasks put them on a
-queue that `execute_round` drains while they run.
+`sub_question_timeout_s` and all within the run's research deadline: one still running then is cancelled
+and becomes a failed finding (`deadline_exceeded`), so the answer is written from the others. Their
+`step` events reach the caller as they happen: the tasks put them on a queue that `execute_round` drains
+while they run.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from dataclasses import dataclass
 from datetime import date
 
 from datascraper import prompts
-from datascraper.errors import ResearchError
+from datascraper.errors import DeadlineExceeded, ResearchError
 from datascraper.market_data.client import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
-from datascraper.research_engine.state import Finding, PlannedStep
+from datascraper.research_engine.state import Deadline, Finding, PlannedStep
 from datascraper.schemas import Route, StepEvent, UsageLedger
 
 logger = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ class SubQuestionAttempt:
 
 
 async def execute_round(
-    steps: list[PlannedStep], *, config: ResearchConfig, ledger: UsageLedger, today: date
+    steps: list[PlannedStep], *, config: ResearchConfig, ledger: UsageLedger, today: date, deadline: Deadline
 ) -> AsyncIterator[StepEvent | Finding]:
     """Run `steps` concurrently; yield each `StepEvent` as it happens and each `Finding` as it is ready.
 
@@ -49,7 +51,9 @@ async def execute_round(
     tasks = []
     for step in steps:
         task = asyncio.create_task(
-            _answer_in_turn(step, semaphore, queue.put_nowait, config=config, ledger=ledger, today=today),
+            _answer_in_turn(
+                step, semaphore, queue.put_nowait, config=config, ledger=ledger, today=today, deadline=deadline
+            ),
             name=f"sub-question-{step.id}",
         )
         task.add_done_callback(queue.put_nowait)
@@ -78,19 +82,25 @@ async def _answer_in_turn(
     config: ResearchConfig,
     ledger: UsageLedger,
     today: date,
+    deadline: Deadline,
 ) -> Finding:
     if step.route == "synthesis":
         return Finding(step=step, status="deferred", route="synthesis")
     async with semaphore:
         started = time.monotonic()
         attempt = SubQuestionAttempt(route=step.route)
+        # Which bound is the nearer one is decided now: after the timeout both may have passed.
+        research_left = deadline.research_remaining()
+        cut_by_deadline = research_left < config.sub_question_timeout_s
+        if research_left <= 0:  # it waited for a slot until the research time was up
+            return _failed(step, emit, started, route=step.route, code=DeadlineExceeded.code)
         try:
-            async with asyncio.timeout(config.sub_question_timeout_s):
+            async with asyncio.timeout(min(config.sub_question_timeout_s, research_left)):
                 return await answer_sub_question(
                     step, emit, started, attempt, config=config, ledger=ledger, today=today
                 )
         except TimeoutError:
-            code = "sub_question_timeout"
+            code = DeadlineExceeded.code if cut_by_deadline else "sub_question_timeout"
         except Exception:
             # A bug or a malformed upstream payload (CancelledError is not an Exception and goes through).
             logger.exception("Sub-question %s failed unexpectedly", step.id)

@@ -7,7 +7,7 @@ from datetime import date
 from datascraper import prompts
 from datascraper.llm import parse_structured
 from datascraper.models_config import ResearchConfig
-from datascraper.research_engine.state import Finding, StopReason
+from datascraper.research_engine.state import Finding, RunState, StopReason
 from datascraper.schemas import GapReport, UsageLedger
 
 # Each finding's text the gap detector reads: enough for a long web answer or a statement summary.
@@ -23,10 +23,12 @@ async def detect_gaps(
     timezone: str | None,
     config: ResearchConfig,
     ledger: UsageLedger,
+    timeout_s: float | None = None,
 ) -> GapReport:
     """The planner model's report on `findings`, follow-ups capped at `config.max_sub_questions`.
 
-    Raises the named error of `parse_structured`; the caller ends the loop on it.
+    The call is bounded by `timeout_s` (default `config.planner_timeout_s`). Raises the named error of
+    `parse_structured` (`UpstreamTimeout` past the bound); the caller ends the loop on it.
     """
     report = await parse_structured(
         config.planner_model,
@@ -40,6 +42,7 @@ async def detect_gaps(
         ),
         GapReport,
         ledger,
+        timeout_s=config.planner_timeout_s if timeout_s is None else timeout_s,
     )
     return report.model_copy(update={"follow_up_queries": report.follow_up_queries[: config.max_sub_questions]})
 
@@ -77,4 +80,14 @@ def stop_reason(
         return "no_follow_ups"
     if round_number >= config.max_iterations:
         return "max_iterations"
+    return None
+
+
+def run_limit_reached(state: RunState) -> StopReason | None:
+    """Why no further research fits the run's limits, or None: checked after a round's sub-questions
+    (no time or tokens for the gap detector) and before follow-ups would start another round."""
+    if state.deadline.research_expired:
+        return "deadline"
+    if state.token_budget_spent:
+        return "token_budget"
     return None

@@ -12,6 +12,11 @@
 Mode research always takes the sub-questions path: without the analyzer's, the question itself is the one
 sub-question. Follow-ups join the plan, and a new `PlanEvent` names them before their round runs.
 
+Limits (`RunState.deadline`, `RESEARCH_MAX_TOKENS_PER_RUN`): research, planner calls included, ends by
+the research deadline, and no round follows one after which the token budget is spent; the answer is then
+written from the findings so far (stop reason `deadline` or `token_budget`). The answer, and the quick
+path, end by the hard deadline, or the run raises `DeadlineExceeded`.
+
 Each node is a small function of the run's `RunState`; the nodes that stream are async generators of
 the events the chat app publishes.
 """
@@ -22,16 +27,25 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from datascraper.errors import ProviderNotConfigured, ResearchError
+from datascraper.errors import DeadlineExceeded, ProviderNotConfigured, ResearchError, UpstreamTimeout
 from datascraper.models_config import ResearchConfig, get_research_config
 from datascraper.quality_logger import RunRecord, SubQuestionOutcome, compute_signals, log_signals, market_values
 from datascraper.query_analyzer import analyze_query, match_fast_path
 from datascraper.research_engine.bypass import QUOTE_STEP_ID, answer_from_quote, answer_with_one_search
 from datascraper.research_engine.executor import execute_round
-from datascraper.research_engine.gap_detector import detect_gaps, stop_reason
-from datascraper.research_engine.state import Finding, PlannedStep, RoundRecord, RunState, plan_steps, today_in
+from datascraper.research_engine.gap_detector import detect_gaps, run_limit_reached, stop_reason
+from datascraper.research_engine.state import (
+    Finding,
+    PlannedStep,
+    ResearchCheckpoint,
+    RoundRecord,
+    RunState,
+    plan_steps,
+    today_in,
+)
 from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import (
+    CheckpointEvent,
     PlanEvent,
     QueryAnalysis,
     ResearchEvent,
@@ -45,8 +59,12 @@ from datascraper.schemas import (
 
 logger = logging.getLogger(__name__)
 
+_DEADLINE_SLACK_S = 0.01
 
-async def run_research(query: ResearchQuery, config: ResearchConfig | None = None) -> AsyncIterator[ResearchEvent]:
+
+async def run_research(
+    query: ResearchQuery, config: ResearchConfig | None = None, *, resume_from: dict | None = None
+) -> AsyncIterator[ResearchEvent]:
     """Answer `query`: typed events as they happen, ending with `SourcesEvent` and `RunSummary`.
 
     Raises a `ResearchError` when no answer can be given; a failure part way through the answer first
@@ -57,7 +75,8 @@ async def run_research(query: ResearchQuery, config: ResearchConfig | None = Non
         raise ProviderNotConfigured()
     state = RunState(query=query, config=config, today=today_in(query.timezone))
     try:
-        async for event in route_question(state):
+        route = route_question(state) if resume_from is None else resume(state, ResearchCheckpoint.model_validate(resume_from))
+        async for event in route:
             yield event
     except ResearchError as exc:
         # A failed run is still measured: what it cost and how far it got travel with the error.
@@ -92,10 +111,51 @@ async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
             yield event
         return
     state.mode = "research"
+    yield checkpoint(state, steps, asked={_normalized(step.question) for step in steps}, previous_score=None)
     async for event in research_in_rounds(state, steps):
         yield event
     async for event in synthesize(state):
         yield event
+
+
+async def resume(state: RunState, saved: ResearchCheckpoint) -> AsyncIterator[ResearchEvent]:
+    """Go on from a checkpoint of an earlier attempt: the rounds still to run, then the answer."""
+    state.mode = "research"
+    state.plan = saved.plan
+    state.findings = list(saved.findings)
+    state.rounds = list(saved.rounds)
+    state.ledger = saved.ledger
+    state.analysis_fallback = saved.analysis_fallback
+    state.gap_detector_fallback = saved.gap_detector_fallback
+    yield state.plan
+    if saved.next_steps:
+        rounds = research_in_rounds(
+            state,
+            saved.next_steps,
+            first_round=len(saved.rounds) + 1,
+            asked=set(saved.asked),
+            previous_score=saved.previous_score,
+        )
+        async for event in rounds:
+            yield event
+    async for event in synthesize(state):
+        yield event
+
+
+def checkpoint(state: RunState, next_steps: list[PlannedStep], *, asked: set[str], previous_score: float | None) -> CheckpointEvent:
+    assert state.plan is not None
+    saved = ResearchCheckpoint(
+        plan=state.plan,
+        findings=state.findings,
+        rounds=state.rounds,
+        next_steps=next_steps,
+        asked=sorted(asked),
+        previous_score=previous_score,
+        ledger=state.ledger,
+        analysis_fallback=state.analysis_fallback,
+        gap_detector_fallback=state.gap_detector_fallback,
+    )
+    return CheckpointEvent(state=saved.model_dump(mode="json"))
 
 
 async def plan_research(state: RunState) -> list[PlannedStep] | None:
@@ -106,6 +166,7 @@ async def plan_research(state: RunState) -> list[PlannedStep] | None:
     """
     started = time.monotonic()
     query = state.query
+    timeout_s = state.planner_timeout_s()
     try:
         analysis = await analyze_query(
             query.question,
@@ -114,8 +175,14 @@ async def plan_research(state: RunState) -> list[PlannedStep] | None:
             timezone=query.timezone,
             config=state.config,
             ledger=state.ledger,
+            timeout_s=timeout_s,
         )
     except ResearchError as exc:
+        if _cut_by_deadline(exc, timeout_s, state):
+            # No round could run now, in any mode: one web search answers in the time kept for the answer.
+            state.analysis_fallback = DeadlineExceeded.code
+            logger.warning("The research deadline passed during query analysis; answering with one web search.")
+            return None
         state.analysis_fallback = exc.code
         if query.mode != "research":
             logger.warning("Query analysis failed (%s); answering with one web search.", exc.code)
@@ -136,19 +203,35 @@ async def plan_research(state: RunState) -> list[PlannedStep] | None:
     return steps
 
 
-async def research_in_rounds(state: RunState, steps: list[PlannedStep]) -> AsyncIterator[ResearchEvent]:
-    """Execute, evaluate, follow up, until a stop rule holds; every round ends with a `RoundEvent`."""
+async def research_in_rounds(
+    state: RunState,
+    steps: list[PlannedStep],
+    *,
+    first_round: int = 1,
+    asked: set[str] | None = None,
+    previous_score: float | None = None,
+) -> AsyncIterator[ResearchEvent]:
+    """Execute, evaluate, follow up, until a stop rule holds; every round ends with a `RoundEvent`, then
+    a checkpoint of where research stands."""
     config = state.config
-    asked = {_normalized(step.question) for step in steps}
-    previous_score: float | None = None
-    for n in range(1, config.max_iterations + 1):
+    asked = asked if asked is not None else {_normalized(step.question) for step in steps}
+    for n in range(first_round, config.max_iterations + 1):
         async for event in execute(state, steps, n):
             yield event
         record = RoundRecord(n=n, sub_questions=[step.id for step in steps])
         state.rounds.append(record)
+        limit = run_limit_reached(state)
+        if limit is not None:
+            # No time or tokens left even to judge the findings: the answer is written from them as they are.
+            record.stop_reason = limit
+            logger.info("Research stopped after round %d (%s); answering from the findings so far.", n, limit)
+            yield RoundEvent(n=n, complete=False)
+            yield checkpoint(state, [], asked=asked, previous_score=previous_score)
+            return
 
         yield StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail=f"Round {n}")
         started = time.monotonic()
+        timeout_s = state.planner_timeout_s()
         try:
             report = await detect_gaps(
                 state.query.question,
@@ -158,12 +241,18 @@ async def research_in_rounds(state: RunState, steps: list[PlannedStep]) -> Async
                 timezone=state.query.timezone,
                 config=config,
                 ledger=state.ledger,
+                timeout_s=timeout_s,
             )
         except ResearchError as exc:
-            state.gap_detector_fallback = exc.code
-            record.stop_reason = "gap_detector_failed"
-            logger.warning("The gap detector failed (%s); answering from the findings so far.", exc.code)
+            if _cut_by_deadline(exc, timeout_s, state):
+                record.stop_reason = "deadline"
+                logger.info("The research deadline passed during the gap detector; answering from the findings.")
+            else:
+                state.gap_detector_fallback = exc.code
+                record.stop_reason = "gap_detector_failed"
+                logger.warning("The gap detector failed (%s); answering from the findings so far.", exc.code)
             yield RoundEvent(n=n, complete=False)
+            yield checkpoint(state, [], asked=asked, previous_score=previous_score)
             return
         finally:
             state.clock.add("evaluating", started)
@@ -171,7 +260,7 @@ async def research_in_rounds(state: RunState, steps: list[PlannedStep]) -> Async
         follow_ups = [sq for sq in report.follow_up_queries if _normalized(sq.question) not in asked]
         reason = stop_reason(
             report, round_number=n, previous_score=previous_score, new_follow_ups=len(follow_ups), config=config
-        )
+        ) or run_limit_reached(state)
         record.complete, record.score, record.gaps = report.complete, report.score, report.gaps
         record.stop_reason = reason
         if reason is None:
@@ -180,10 +269,12 @@ async def research_in_rounds(state: RunState, steps: list[PlannedStep]) -> Async
             record.follow_ups = [step.question for step in steps]
         yield RoundEvent(n=n, complete=report.complete, gaps=report.gaps, follow_ups=record.follow_ups)
         if reason is not None:
+            yield checkpoint(state, [], asked=asked, previous_score=report.score)
             return
         # The next round's step events name these ids: the plan must list them first.
         yield extend_plan(state, steps)
         previous_score = report.score
+        yield checkpoint(state, steps, asked=asked, previous_score=previous_score)
 
 
 def extend_plan(state: RunState, steps: list[PlannedStep]) -> PlanEvent:
@@ -200,7 +291,9 @@ async def execute(state: RunState, steps: list[PlannedStep], n: int) -> AsyncIte
     yield StatusEvent(phase="researching", label=label, detail=f"Round {n}")
     findings: list[Finding] = []
     try:
-        async for item in execute_round(steps, config=state.config, ledger=state.ledger, today=state.today):
+        async for item in execute_round(
+            steps, config=state.config, ledger=state.ledger, today=state.today, deadline=state.deadline
+        ):
             if isinstance(item, Finding):
                 findings.append(item)
             else:
@@ -230,7 +323,7 @@ async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
         detail=f"From {answered} finding{'s' if answered != 1 else ''} and {len(state.sources)} sources",
     )
     try:
-        async for delta in synthesis:
+        async for delta in state.deadline.within(synthesis):
             state.clock.first_token()
             yield delta
     except ResearchError:
@@ -306,6 +399,17 @@ def run_record(state: RunState, timings: dict[str, int]) -> RunRecord:
         sources=state.sources,
         citations_dropped=state.citations_dropped,
         market_values=market_values(payloads),
+    )
+
+
+def _cut_by_deadline(exc: ResearchError, timeout_s: float, state: RunState) -> bool:
+    """Whether a planner call given `timeout_s` timed out because the research deadline came first
+    (rather than RESEARCH_PLANNER_TIMEOUT or the provider's own timeout)."""
+    return (
+        isinstance(exc, UpstreamTimeout)
+        and timeout_s < state.config.planner_timeout_s
+        # asyncio may fire a timeout a clock tick early: "up" means within a few milliseconds.
+        and state.deadline.research_remaining() < _DEADLINE_SLACK_S
     )
 
 

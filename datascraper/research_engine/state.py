@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Literal
+from typing import Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
 
+from datascraper.errors import DeadlineExceeded
 from datascraper.market_data.schemas import MarketDataFinding
 from datascraper.models_config import ResearchConfig
 from datascraper.schemas import (
@@ -31,8 +35,11 @@ StopReason = Literal[
     "no_follow_ups",  # it proposed nothing new to ask
     "max_iterations",  # RESEARCH_MAX_ITERATIONS rounds have run
     "gap_detector_failed",  # it could not be asked; the findings so far are answered from
+    "deadline",  # the research deadline passed (RESEARCH_RUN_TIMEOUT less the answer's reserve)
+    "token_budget",  # the run's tokens reached RESEARCH_MAX_TOKENS_PER_RUN
 ]
 FindingStatus = Literal["answered", "failed", "deferred"]
+T = TypeVar("T")
 
 
 class PlannedStep(BaseModel):
@@ -98,6 +105,21 @@ class RoundRecord(BaseModel):
     stop_reason: StopReason | None = None
 
 
+class ResearchCheckpoint(BaseModel):
+    """Where research stands after the plan and after each round: what a resumed run goes on from
+    (another worker, after a crash) without asking the analyzer or finished sub-questions again."""
+
+    plan: PlanEvent
+    findings: list[Finding] = Field(default_factory=list)
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    next_steps: list[PlannedStep] = Field(default_factory=list)  # the next round's; none once research stopped
+    asked: list[str] = Field(default_factory=list)  # normalized questions asked so far
+    previous_score: float | None = None
+    ledger: UsageLedger = Field(default_factory=UsageLedger)
+    analysis_fallback: str | None = None
+    gap_detector_fallback: str | None = None
+
+
 @dataclass
 class PhaseClock:
     """Milliseconds per phase (summed over rounds), the total and the first answer token."""
@@ -123,6 +145,67 @@ class PhaseClock:
         return timings
 
 
+# The share of RESEARCH_RUN_TIMEOUT kept for writing the answer, capped: a default run (300 s) researches
+# for 240 s and keeps 60 s for the synthesizer; a short one (2 s) keeps a quarter (0.5 s).
+ANSWER_RESERVE_SHARE = 0.25
+ANSWER_RESERVE_MAX_S = 60.0
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The run's two deadlines, on the monotonic clock (the one asyncio's timeouts use).
+
+    The hard deadline is `started + timeout_s`: nothing of the run goes on past it. Research (planner
+    calls, sub-questions, the quote of the fast path) must end earlier, by the research deadline, leaving
+    `reserve_s` for the answer: min(ANSWER_RESERVE_MAX_S, ANSWER_RESERVE_SHARE x timeout). Research cut
+    short by it still gets an answer from what was found; an answer cut short by the hard deadline is a
+    `DeadlineExceeded`.
+    """
+
+    timeout_s: float
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def reserve_s(self) -> float:
+        return min(ANSWER_RESERVE_MAX_S, ANSWER_RESERVE_SHARE * self.timeout_s)
+
+    def remaining(self) -> float:
+        """Seconds to the hard deadline, never negative."""
+        return max(0.0, self.started + self.timeout_s - time.monotonic())
+
+    def research_remaining(self) -> float:
+        """Seconds to the research deadline, never negative."""
+        return max(0.0, self.started + self.timeout_s - self.reserve_s - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+    @property
+    def research_expired(self) -> bool:
+        return self.research_remaining() <= 0
+
+    async def within(self, events: AsyncIterable[T]) -> AsyncIterator[T]:
+        """`events`, each awaited within the hard deadline; past it, the stream is closed and
+        `DeadlineExceeded` raised (after the items already yielded, which stay the caller's).
+
+        The bound is on each step rather than around the caller's loop: a timeout spanning a `yield`
+        would cancel whatever the consumer is doing at that moment instead of the stream.
+        """
+        async with aclosing(aiter(events)) as iterator:
+            while True:
+                try:
+                    async with asyncio.timeout(self.remaining()) as bound:
+                        item = await anext(iterator)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError as exc:
+                    if bound.expired():
+                        raise DeadlineExceeded() from exc
+                    raise
+                yield item
+
+
 @dataclass
 class RunState:
     """Everything one run accumulates; each node of the pipeline reads and extends it."""
@@ -144,10 +227,28 @@ class RunState:
     sources: list[Source] = field(default_factory=list)
     citations_dropped: int = 0
     market_payloads: list[dict] = field(default_factory=list)  # the quote of a fast-path answer
+    deadline: Deadline = field(init=False)  # starts with the state, from `config.run_timeout_s`
+
+    def __post_init__(self) -> None:
+        self.deadline = Deadline(self.config.run_timeout_s)
 
     @property
     def stop_reason(self) -> StopReason | None:
         return self.rounds[-1].stop_reason if self.rounds else None
+
+    @property
+    def tokens_used(self) -> int:
+        """Input and output tokens of every call so far (reasoning tokens are part of the output)."""
+        return sum(usage.input_tokens + usage.output_tokens for usage in self.ledger.by_model.values())
+
+    @property
+    def token_budget_spent(self) -> bool:
+        budget = self.config.max_tokens_per_run
+        return budget is not None and self.tokens_used >= budget
+
+    def planner_timeout_s(self) -> float:
+        """The time a planner call gets: its own bound, cut short by the research deadline."""
+        return min(self.config.planner_timeout_s, self.deadline.research_remaining())
 
 
 def today_in(timezone: str | None) -> date:

@@ -77,6 +77,8 @@ def _render_finding(finding: Finding, book: SourceBook) -> str:
 def _failure_reason(finding: Finding) -> str:
     if finding.error == "sub_question_timeout":
         return "the research for it took too long"
+    if finding.error == "deadline_exceeded":
+        return "the research ran out of time before it was done"
     return f"the research for it failed ({finding.error or 'unknown error'})"
 
 
