@@ -26,9 +26,18 @@ from chat.schemas import (
     MessageIn,
     MessageOut,
     RunOut,
+    StatusOut,
+)
+from chat.services.admission import (
+    AdmissionRefused,
+    admission_status,
+    admit_question,
+    check_api_rate,
+    may_see_status,
 )
 from chat.services.conversations import create_conversation, post_user_message
-from chat.services.runs import cancel_run, launch_run, reap_if_orphaned
+from chat.services.run_backends import QueueUnavailable, submit_run
+from chat.services.runs import cancel_run, reap_if_orphaned
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +54,9 @@ class CallerAuth(HttpAuthBase):
     openapi_scheme = "bearer"
 
     async def __call__(self, request: HttpRequest) -> Caller:
-        return await resolve_caller(request)
+        caller = await resolve_caller(request)
+        await check_api_rate(request, caller)
+        return caller
 
 
 class ResearchChatAPI(NinjaAPI):
@@ -126,9 +137,22 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return error_response(request, exc.status_code, "http_error", str(exc))
 
 
+@api.exception_handler(AdmissionRefused)
+def _refused(request: HttpRequest, exc: AdmissionRefused) -> HttpResponse:
+    response = error_response(request, 429, exc.code, exc.message)
+    response["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
 @api.exception_handler(RequestDataTooBig)
 def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(request, 413, "request_too_large", "The request body is too large.")
+
+
+@api.exception_handler(QueueUnavailable)
+def _queue_unavailable(request: HttpRequest, exc: QueueUnavailable) -> HttpResponse:
+    logger.error("could not queue a run: %s", exc)
+    return error_response(request, 503, "queue_unavailable", "The question is stored but could not be queued; ask again.")
 
 
 @api.exception_handler(Exception)
@@ -155,7 +179,7 @@ async def _run_or_404(caller: Caller, run_id: uuid.UUID) -> ResearchRun:
     return run
 
 
-ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
 
 
 @api.post("/conversations", response={201: ConversationOut, **ERRORS}, tags=["conversations"])
@@ -191,10 +215,11 @@ async def get_conversation(request: HttpRequest, conversation_id: uuid.UUID):
 )
 async def post_message(request: HttpRequest, conversation_id: uuid.UUID, payload: MessageIn):
     conversation = await _conversation_or_404(request.auth, conversation_id)
+    await admit_question(request, request.auth)
     run = await sync_to_async(post_user_message)(
         conversation, content=payload.content, mode=payload.mode, timezone=payload.timezone or ""
     )
-    launch_run(run.id)
+    await submit_run(run.id)
     return Status(
         202,
         MessageAccepted(
@@ -235,6 +260,18 @@ async def get_run(request: HttpRequest, run_id: uuid.UUID):
 @api.post("/runs/{run_id}/cancel", response={202: Accepted, 409: ErrorOut, **ERRORS}, tags=["runs"])
 async def cancel_run_view(request: HttpRequest, run_id: uuid.UUID):
     run = await _run_or_404(request.auth, run_id)
-    if not await cancel_run(run):
+    if not await cancel_run(run.id):
         raise ApiError(409, "run_finished", f"The run has already finished ({run.status}).")
     return Status(202, Accepted(status="cancelling"))
+
+
+@api.get(
+    "/status",
+    response={200: StatusOut, **ERRORS},
+    tags=["admin"],
+    description="Staff only (others get 404): runs queued and running over all owners, and the limits in force.",
+)
+async def admission_status_view(request: HttpRequest):
+    if not await may_see_status(request.auth):
+        raise ApiError(404, "not_found", "No such API endpoint.")
+    return StatusOut.model_validate(await admission_status(), from_attributes=True)

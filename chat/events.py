@@ -1,34 +1,41 @@
-"""Where run events leave the server: publishing to django-eventstream, and the SSE stream of one run.
+"""Where run events leave the server: publishing a run's events, and the SSE stream of one run.
 
-Every event is stored (DjangoModelStorage) before it is announced, so storage is the source of truth.
-The stream below is our own loop rather than the library's `views.stream`: it reads stored events
-strictly after the last id it sent and uses the listener queue only as a wake-up, which is what makes
-delivery exactly-once and in order for late subscribers and for resumes alike.
+Every event is stored (`chat.event_store`) before anyone is woken, so storage is the source of truth.
+The stream is our own loop: it reads stored events strictly after the last id it sent and uses
+django-eventstream's listener queue only as a wake-up, which is what makes delivery exactly-once and in
+order for late subscribers and for resumes alike. With Redis, django-eventstream's per-process Redis
+listener carries the wake-ups between processes and a watcher costs one Redis read per wake-up, no SQL.
+
+A web process told to stop (SIGTERM, as in a deploy) ends its streams at once without a terminal event:
+browsers reconnect by themselves, with `Last-Event-ID`, to a process that stays.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import re
+import signal
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TypeVar
 
-from asgiref.sync import sync_to_async
-from django_eventstream import send_event
-from django_eventstream.storage import EventDoesNotExist
-from django_eventstream.utils import get_storage, sse_encode_event
+from django_eventstream.event import Event
+from django_eventstream.utils import sse_encode_event
 from django_eventstream.views import Listener, get_listener_manager
 
-T = TypeVar("T")
+from chat.event_store import READ_BATCH, EventRejected, RunEventRecord, get_event_store
+from chat.models import run_channel
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EventRejected", "RunEventRecord", "publish", "iter_run_events", "stream_run_events"]
 
 TERMINAL_EVENTS = frozenset({"done", "error"})
 KEEPALIVE_SECONDS = 15.0
-READ_BATCH = 100
 # Browsers and proxies start delivering a stream only after a first chunk of some size; `retry` makes a
 # browser reconnect after 1 s instead of its default 3 s.
 OPENING = ":" + " " * 2048 + "\n\nretry: 1000\n\nevent: stream-open\ndata:\n\n"
+KEEPALIVE = None
 
 _LAST_ID = re.compile(r"^(?:(?P<channel>[A-Za-z0-9_.~%-]+):)?(?P<id>\d{1,18})$")
 
@@ -37,23 +44,15 @@ class InvalidLastEventId(ValueError):
     """A resume position that does not name an event of this run's channel."""
 
 
-def publish(channel: str, event_type: str, data: dict) -> None:
-    """Store the event and wake every listener of the channel (across processes when Redis is set)."""
-    send_event(channel, event_type, data)
-
-
-async def in_thread(function: Callable[..., T], *args: object) -> T:
-    """`sync_to_async`, without losing a cancel: asgiref lets a sync call that is already running finish
-    and then swallows the task's cancellation, so a long loop of such calls would never stop."""
-    result = await sync_to_async(function)(*args)
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-    return result
-
-
-async def apublish(channel: str, event_type: str, data: dict) -> None:
-    await in_thread(publish, channel, event_type, data)
+async def publish(run_id: uuid.UUID, attempt: int, event_type: str, data: dict, *, final: bool = False) -> int:
+    """Store one event of `attempt` and wake the run's streams. Raises `EventRejected` when the attempt
+    no longer answers the run, or when the run's final event is already out."""
+    store = get_event_store()
+    seq = await store.append(run_id, attempt, event_type, data, final=final)
+    if not store.wakes_other_processes:
+        channel = run_channel(run_id)
+        get_listener_manager().add_to_queues(channel, Event(channel, event_type, {}, id=seq))
+    return seq
 
 
 def parse_last_event_id(value: str | None, channel: str) -> int:
@@ -66,66 +65,92 @@ def parse_last_event_id(value: str | None, channel: str) -> int:
     return int(match["id"])
 
 
-def _read_after(channel: str, last_id: int) -> list:
-    return get_storage().get_events(channel, last_id, limit=READ_BATCH)
-
-
-@dataclass(frozen=True)
-class RunEventRecord:
-    """One stored event of a run, as it leaves the server."""
-
-    id: int
-    type: str
-    data_json: str
-
-    @property
-    def data(self) -> dict:
-        return json.loads(self.data_json)
-
-
-KEEPALIVE = None
-
-
-def stored_events(channel: str) -> list[RunEventRecord]:
-    """Every stored event of `channel`, in order (a synchronous read)."""
+async def stored_events(run_id: uuid.UUID) -> list[RunEventRecord]:
+    """Every stored event of the run, in order."""
+    store = get_event_store()
     records: list[RunEventRecord] = []
     while True:
-        batch = _read_after(channel, records[-1].id if records else 0)
-        records.extend(RunEventRecord(event.id, event.type, event.data) for event in batch)
+        batch = await store.read_after(run_id, records[-1].id if records else 0)
+        records.extend(batch)
         if len(batch) < READ_BATCH:
             return records
 
 
+# --- draining on SIGTERM ---------------------------------------------------------------------------------
+
+_draining: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+_sigterm_hooked = False
+
+
+def _drain_event() -> asyncio.Event:
+    """Set when this process is told to stop. Hooked with the first stream: the server's own SIGTERM
+    handler still runs after ours, so its graceful shutdown goes on as before."""
+    global _sigterm_hooked
+    loop = asyncio.get_running_loop()
+    if loop not in _draining:
+        _draining[loop] = asyncio.Event()
+    if not _sigterm_hooked:
+        _sigterm_hooked = True
+        try:
+            previous = signal.getsignal(signal.SIGTERM)
+
+            def on_sigterm(signum, frame) -> None:
+                for known, draining in list(_draining.items()):
+                    if not known.is_closed():
+                        known.call_soon_threadsafe(draining.set)
+                if callable(previous):
+                    previous(signum, frame)
+                elif previous == signal.SIG_DFL:
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    signal.raise_signal(signal.SIGTERM)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+        except ValueError:
+            pass  # not the main thread (a test server in a thread): nothing to drain for
+    return _draining[loop]
+
+
+# --- the stream ----------------------------------------------------------------------------------------
+
+
 async def iter_run_events(
-    channel: str, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
+    run_id: uuid.UUID, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
 ) -> AsyncIterator[RunEventRecord | None]:
-    """Stored events of `channel` after `last_id`, in order and exactly once, ending after the terminal
-    event. Yields `KEEPALIVE` (None) after each quiet period so a streaming response can ping its client;
-    `on_idle` runs first (it may publish the terminal event of a run nobody is answering any more)."""
+    """Stored events of the run after `last_id`, in order and exactly once, ending after the terminal
+    event (or when this process starts draining). Yields `KEEPALIVE` (None) after each quiet period so a
+    streaming response can ping its client; `on_idle` runs first (it may end a run nobody answers)."""
+    store = get_event_store()
+    channel = run_channel(run_id)
+    draining = _drain_event()
     listener = Listener()
     listener.channels = {channel}
     listener.assign_loop()
     manager = get_listener_manager()
     manager.add_listener(listener)
     try:
-        while True:
+        while not draining.is_set():
             # Forget queued wake-ups before reading: anything published from here on is either in the
             # read below or sets the event again, so nothing is missed and nothing is sent twice.
             with manager.lock:
                 listener.aevent.clear()
                 listener.channel_items = {}
                 listener.overflow = False
-            events = await in_thread(_read_after, channel, last_id)
+            events = await store.read_after(run_id, last_id)
             for event in events:
                 last_id = event.id
-                yield RunEventRecord(event.id, event.type, event.data)
+                yield event
                 if event.type in TERMINAL_EVENTS:
                     return
             if len(events) >= READ_BATCH:
                 continue
+            woken = asyncio.ensure_future(listener.aevent.wait())
+            drained = asyncio.ensure_future(draining.wait())
             try:
-                await asyncio.wait_for(listener.aevent.wait(), timeout=KEEPALIVE_SECONDS)
-            except TimeoutError:
+                done, _ = await asyncio.wait({woken, drained}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+                drained.cancel()
+            if not done:
                 # Quiet for a while: ping, and read storage again anyway, since a wake-up can be lost
                 # (a Redis subscription still starting or dropped, another process without Redis).
                 if on_idle is not None:
@@ -136,15 +161,13 @@ async def iter_run_events(
 
 
 async def stream_run_events(
-    channel: str, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
+    run_id: uuid.UUID, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
 ) -> AsyncIterator[str]:
-    """SSE frames for `channel` after `last_id`, ending after the run's terminal event."""
+    """SSE frames for the run after `last_id`, ending after the run's terminal event."""
+    channel = run_channel(run_id)
     yield OPENING
-    try:
-        async for record in iter_run_events(channel, last_id, on_idle=on_idle):
-            if record is KEEPALIVE:
-                yield "event: keep-alive\ndata:\n\n"
-            else:
-                yield sse_encode_event(record.type, record.data_json, event_id=f"{channel}:{record.id}")
-    except EventDoesNotExist:
-        yield sse_encode_event("stream-reset", {"channels": [channel]}, json_encode=True)
+    async for record in iter_run_events(run_id, last_id, on_idle=on_idle):
+        if record is KEEPALIVE:
+            yield "event: keep-alive\ndata:\n\n"
+        else:
+            yield sse_encode_event(record.type, record.data_json, event_id=f"{channel}:{record.id}")

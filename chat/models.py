@@ -95,9 +95,18 @@ class ResearchRun(models.Model):
     mode = models.CharField(max_length=16, blank=True, help_text="The path the router took: quick or research.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     cancel_requested = models.BooleanField(default=False)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the process answering the run."
+    # Who answers the run. Each attempt (a first execution, a resume after a crash, a takeover that ends
+    # the run) takes the next number; every write of an attempt is fenced by it, so a stale process can
+    # change nothing once a newer attempt exists. The lease is renewed while the attempt lives.
+    attempt = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=120, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    checkpoint = models.JSONField(
+        default=dict, blank=True, help_text="The plan and finished rounds, from which a resumed attempt goes on."
     )
+    # The database event store's counters (unused when events live in Redis).
+    last_event_id = models.PositiveIntegerField(default=0)
+    events_closed = models.BooleanField(default=False)
     plan = models.JSONField(default=dict, blank=True)
     rounds = models.JSONField(default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)
@@ -121,6 +130,22 @@ class ResearchRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+
+class RunEvent(models.Model):
+    """One stored event of a run (the database event store; with Redis, events live there instead)."""
+
+    run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32)
+    data = models.TextField(help_text="The event's JSON, as sent.")
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.seq} {self.type}"
 
 
 class ApiKey(models.Model):

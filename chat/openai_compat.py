@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from chat.callers import Caller, bearer_token
 from chat.models import ResearchRun
 from chat.schemas import MAX_QUESTION_CHARS
+from chat.services.admission import AdmissionRefused, admit_question
 from chat.services.api_keys import authenticate_api_key
 from chat.services.completions import (
     AnswerDelta,
@@ -35,7 +36,8 @@ from chat.services.completions import (
     follow_answer,
     start_completion,
 )
-from chat.services.runs import cancel_run, launch_run
+from chat.services.run_backends import submit_run
+from chat.services.runs import cancel_run
 from datascraper.schemas import ChatTurn, Mode, UsageLedger
 
 logger = logging.getLogger(__name__)
@@ -64,15 +66,21 @@ class OpenAIError(Exception):
         type: ErrorType = "invalid_request_error",
         code: str | None = None,
         param: str | None = None,
+        retry_after_s: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.body = {"error": {"message": message, "type": type, "param": param, "code": code}}
+        self.retry_after_s = retry_after_s
 
     def response(self) -> JsonResponse:
         response = JsonResponse(self.body, status=self.status)
         if self.status == 401:
             response["WWW-Authenticate"] = "Bearer"
+        if self.retry_after_s is not None:
+            # Turned away before anything was stored: the SDKs may retry once the wait is over.
+            response["Retry-After"] = str(self.retry_after_s)
+            return response
         # A failed run already spent its own bounded retries upstream; an SDK retry would start (and pay
         # for) a whole new research run, so tell the SDKs not to.
         response["x-should-retry"] = "false"
@@ -342,8 +350,14 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     if body.model != MODEL_ID:
         raise unknown_model(body.model)
     history, question = split_conversation(body.messages)
+    try:
+        await admit_question(request, caller)
+    except AdmissionRefused as refused:
+        raise OpenAIError(
+            429, refused.message, type="rate_limit_error", code=refused.code, retry_after_s=refused.retry_after_s
+        ) from refused
     run = await sync_to_async(start_completion)(caller, history=history, question=question, mode=body.mode)
-    launch_run(run.id)
+    await submit_run(run.id)
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)
@@ -400,7 +414,7 @@ def _frame(payload: BaseModel | dict[str, object] | str) -> str:
 async def _abandon(run: ResearchRun) -> None:
     """The client went away (a timeout, a closed tab): stop paying for an answer nobody will read.
     What was written so far stays in the conversation, marked incomplete."""
-    await asyncio.shield(cancel_run(run))
+    await asyncio.shield(cancel_run(run.id))
 
 
 async def _stream(

@@ -114,3 +114,21 @@ class RunOut(BaseModel):
 
 class Accepted(BaseModel):
     status: str
+
+
+class RunCountsOut(BaseModel):
+    queued: int
+    running: int
+
+
+class AdmissionLimitsOut(BaseModel):
+    rate: str | None = Field(description="Questions per owner, e.g. '30/m'; null when off.")
+    api_rate: str | None = Field(description="Any API request per owner; null when off.")
+    max_concurrent_runs: int = Field(description="Runs queued or running per owner; 0 when off.")
+
+
+class StatusOut(BaseModel):
+    runs: RunCountsOut = Field(description="Every owner's runs in flight: the queue's depth and the runs answering.")
+    oldest_queued_s: float | None = Field(description="Age of the oldest queued run, in seconds.")
+    oldest_running_s: float | None = Field(description="Time since the longest-running run started, in seconds.")
+    limits: AdmissionLimitsOut

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from functools import partial
 
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
-from django_eventstream.utils import get_storage
 
 from chat import selectors
-from chat.callers import AuthenticationFailed, resolve_caller
-from chat.events import InvalidLastEventId, parse_last_event_id, stream_run_events
+from chat.callers import AuthenticationFailed, resolve_caller_sync
+from chat.event_store import get_event_store
+from chat.events import OPENING, InvalidLastEventId, parse_last_event_id, stream_run_events
+from chat.models import ResearchRun
 from chat.services.runs import reap_if_orphaned
 
 
@@ -26,19 +29,31 @@ def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     return _error(404, "not_found", "No such API endpoint.")
 
 
+def _run_of_caller(request: HttpRequest, run_id: str) -> ResearchRun | None:
+    """The caller's run (None if it is not theirs); then the connection goes back at once, so an open
+    stream holds none for its whole life."""
+    try:
+        caller = resolve_caller_sync(request)
+        try:
+            return selectors.run_for(caller, uuid.UUID(run_id))
+        except ValueError:
+            return None
+    finally:
+        close_old_connections()
+
+
+async def _opening_only() -> AsyncIterator[str]:
+    yield OPENING
+
+
 @csrf_exempt
 @require_GET
 async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's events as SSE. Ownership is checked here, before the library sees the channel."""
     try:
-        caller = await resolve_caller(request)
+        run = await sync_to_async(_run_of_caller)(request, run_id)
     except AuthenticationFailed as exc:
         return _error(401, "unauthorized", str(exc))
-    try:
-        run_uuid = uuid.UUID(run_id)
-    except ValueError:
-        return _error(404, "not_found", "No such run.")
-    run = await sync_to_async(selectors.run_for)(caller, run_uuid)
     if run is None:
         return _error(404, "not_found", "No such run.")
     resume_from = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId")
@@ -46,10 +61,15 @@ async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
         last_id = parse_last_event_id(resume_from, run.channel)
     except InvalidLastEventId as exc:
         return _error(400, "invalid_last_event_id", str(exc))
-    if last_id > await sync_to_async(get_storage().get_current_id)(run.channel):
+    current = await get_event_store().last_id(run.id)
+    if last_id > current:
         return _error(400, "invalid_last_event_id", "Last-Event-ID is beyond the last event of this run.")
     await reap_if_orphaned(run.id)
-    stream = stream_run_events(run.channel, last_id, on_idle=partial(reap_if_orphaned, run.id))
+    if run.is_finished and (last_id == current or current == 0):
+        # Everything was seen (a resume after the final event), or the run's events have expired.
+        stream = _opening_only()
+    else:
+        stream = stream_run_events(run.id, last_id, on_idle=partial(reap_if_orphaned, run.id))
     response = StreamingHttpResponse(stream, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

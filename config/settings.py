@@ -93,6 +93,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
     DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"research-chat-test-{os.getpid()}.sqlite3")}
+IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+if IS_POSTGRES:
+    # A pool per process: connections stay bounded however many requests, streams and runs are open
+    # (an SSE stream returns its connection after the ownership check; runs borrow one per write).
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": int(os.environ.get("DATABASE_POOL_SIZE", "10")),
+        "timeout": 20,
+    }
+    # The queue engine's tables; its migrations are PostgreSQL-only.
+    INSTALLED_APPS.append("procrastinate.contrib.django")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -119,7 +130,21 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.DjangoModelStorage"
+# Where runs execute: "inprocess" (tasks on the web server's event loop; the embedded default) or "queue"
+# (procrastinate jobs on PostgreSQL, run by `manage.py runworker` processes; events through Redis).
+RUNS_BACKEND = os.environ.get("RUNS_BACKEND", "inprocess").strip().lower() or "inprocess"
+if RUNS_BACKEND not in {"inprocess", "queue"}:
+    raise ImproperlyConfigured("RUNS_BACKEND must be 'inprocess' or 'queue'.")
+if RUNS_BACKEND == "queue" and not (IS_POSTGRES and REDIS_URL):
+    raise ImproperlyConfigured("RUNS_BACKEND=queue needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).")
+# Attempts a run gets in all: a run whose worker dies is resumed until it has had this many.
+RUNS_MAX_ATTEMPTS = int(os.environ.get("RUNS_MAX_ATTEMPTS", "3"))
+# Workers run this many runs at once each (the research path is async I/O).
+RUNS_WORKER_CONCURRENCY = int(os.environ.get("RUNS_WORKER_CONCURRENCY", "100"))
+# Seconds a worker told to stop (SIGTERM) lets its runs finish before handing them over.
+RUNS_SHUTDOWN_GRACE = float(os.environ.get("RUNS_SHUTDOWN_GRACE", "20"))
+PROCRASTINATE_IMPORT_PATHS = ["chat.services.queue"]
+PROCRASTINATE_AUTODISCOVER_MODULE_NAME = None
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -144,6 +169,37 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 
+# --- Admission control (chat/services/admission.py) ---------------------------------------------------
+# Per owner (a user, or an anonymous session). Rates are counted in the cache above by django-ratelimit,
+# so they hold across processes only when REDIS_URL is set; in-flight runs are counted in the database.
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A rate such as '30/m' or '100/5m' (a count per s, m, h or d); 'off' turns the limit off."""
+    import re
+
+    value = os.environ.get(name, "").strip() or default
+    if value.lower() == "off":
+        return None
+    if not re.fullmatch(r"[1-9]\d*/([1-9]\d*)?[smhd]", value):
+        raise ImproperlyConfigured(f"{name} must be a rate such as '30/m' or '100/5m', or 'off'; got {value!r}.")
+    return value
+
+
+def env_count(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip() or str(default)
+    if not value.isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number (0 turns the limit off); got {value!r}.")
+    return int(value)
+
+
+CHAT_RATE_LIMIT = env_rate("CHAT_RATE_LIMIT", "30/m")  # questions: /api messages and /v1/chat/completions
+CHAT_API_RATE_LIMIT = env_rate("CHAT_API_RATE_LIMIT", "600/m")  # any /api request
+CHAT_MAX_CONCURRENT_RUNS = env_count("CHAT_MAX_CONCURRENT_RUNS", 5)  # runs queued or running
+# A cache that fails must not turn every question away: the limits protect capacity, not data.
+RATELIMIT_FAIL_OPEN = True
+# --- end of admission control ---------------------------------------------------------------------------
+
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -165,5 +221,6 @@ LOGGING = {
         "django_eventstream": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
+        "procrastinate": {"level": "WARNING"},
     },
 }

@@ -85,7 +85,7 @@ async def follow_answer(run: ResearchRun) -> AsyncGenerator[AnswerPiece, None]:
     the caller to discard or keep).
     """
     sources: list[Source] = []
-    async for record in iter_run_events(run.channel, 0, on_idle=partial(reap_if_orphaned, run.pk)):
+    async for record in iter_run_events(run.pk, 0, on_idle=partial(reap_if_orphaned, run.pk)):
         if record is KEEPALIVE:
             yield None
         elif record.type == "delta":

@@ -1,8 +1,14 @@
-"""Running a research run in the server process: drive the router, store and publish what it yields.
+"""Answering a run: an attempt drives the research router, stores and publishes what it yields.
 
-Posting a message returns 202 at once; `launch_run` starts `execute_run` as a background task on the
-server's event loop. The run's events are published as they come (answer deltas coalesced, since each
-stored event costs several queries), and the answer is stored whether or not anyone is listening.
+A run is answered by numbered attempts. `execute_run` takes the next attempt (refused while another live
+process holds the run's lease), publishes an `attempt` event when it resumes an earlier one, and goes on
+from the run's checkpoint (the plan and finished rounds the router reported) rather than asking again.
+Every write of an attempt, an event or a row, is fenced by its number: once a newer attempt exists, or
+the final event is out, a stale process changes nothing. A run always ends with exactly one `done` or
+`error` event, written by the attempt that stores its outcome.
+
+Where attempts execute is the runs backend's business (`chat.services.run_backends`); who holds a run is
+`chat.services.leases`.
 """
 
 from __future__ import annotations
@@ -15,33 +21,33 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections, transaction
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
-from django_eventstream.storage import EventDoesNotExist
 
-from chat.events import apublish, stored_events
-from chat.models import Message, ResearchRun, run_channel
+from chat.db_calls import db_call
+from chat.events import EventRejected, publish, stored_events
+from chat.models import Message, ResearchRun
 from chat.selectors import history_before
+from chat.services import leases
 from datascraper.errors import ResearchError
 from datascraper.research_engine import run_research
-from datascraper.schemas import ChatTurn, DeltaEvent, ResearchEvent, ResearchQuery, RunSummary, SourcesEvent
+from datascraper.schemas import (
+    ChatTurn,
+    CheckpointEvent,
+    DeltaEvent,
+    ResearchEvent,
+    ResearchQuery,
+    RunSummary,
+    SourcesEvent,
+)
 
 logger = logging.getLogger(__name__)
 
 DELTA_FLUSH_CHARS = 200
 DELTA_FLUSH_SECONDS = 0.05
-CANCEL_POLL_SECONDS = 1.0
-HEARTBEAT_SECONDS = 10.0
-# A run with no sign of life for this long lost its process (a restart, a crash): it will never finish.
-ORPHANED_AFTER = timedelta(seconds=60)
 
-ResearchFn = Callable[[ResearchQuery], AsyncIterator[ResearchEvent]]
-
-# Runs this process answers. The event loop keeps only weak references to tasks, so these keep them
-# alive; a cancel stops only the research task, never the bookkeeping that publishes the final event.
-_tasks: dict[uuid.UUID, asyncio.Task] = {}
-_research_tasks: dict[uuid.UUID, asyncio.Task] = {}
+ResearchFn = Callable[..., AsyncIterator[ResearchEvent]]
 
 
 @dataclass(frozen=True)
@@ -56,14 +62,43 @@ CANCELLED = RunFailure(ResearchRun.Status.CANCELLED, "cancelled", "The run was c
 INTERRUPTED = RunFailure(
     ResearchRun.Status.ERROR, "interrupted", "The server stopped while answering; please ask again."
 )
+ATTEMPTS_EXHAUSTED = RunFailure(
+    ResearchRun.Status.ERROR, "interrupted", "The run was interrupted too many times; please ask again."
+)
 STORE_FAILED = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The answer could not be stored.")
+
+
+class AttemptSuperseded(Exception):
+    """A newer attempt answers the run (or it has ended): this one stops without another write."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at a run, and what it starts from."""
+
+    run_id: uuid.UUID
+    n: int
+    query: ResearchQuery
+    checkpoint: dict
+    resumed_because: str | None  # None for a first attempt
+    cancel_requested: bool
+
+    @property
+    def exhausted(self) -> bool:
+        return self.resumed_because is not None and self.n > settings.RUNS_MAX_ATTEMPTS
+
+    async def publish(self, event_type: str, data: dict, *, final: bool = False) -> None:
+        try:
+            await publish(self.run_id, self.n, event_type, data, final=final)
+        except EventRejected as exc:
+            raise AttemptSuperseded(str(exc)) from None
 
 
 class DeltaCoalescer:
     """Batches answer text: the first delta goes out at once, later ones every 50 ms or 200 characters."""
 
-    def __init__(self, channel: str) -> None:
-        self.channel = channel
+    def __init__(self, attempt: Attempt) -> None:
+        self.attempt = attempt
         self.text = ""
         self._pending = ""
         self._last_flush = 0.0
@@ -82,7 +117,10 @@ class DeltaCoalescer:
         pending, self._pending = self._pending, ""
         self._last_flush = time.monotonic()
         self._sent_any = True
-        await apublish(self.channel, "delta", {"text": pending})
+        await self.attempt.publish("delta", {"text": pending})
+
+
+# --- taking an attempt -------------------------------------------------------------------------------
 
 
 def _build_query(run: ResearchRun) -> ResearchQuery:
@@ -99,35 +137,71 @@ def _build_query(run: ResearchRun) -> ResearchQuery:
     )
 
 
-@sync_to_async
-def _start(run_id: uuid.UUID) -> ResearchQuery | None:
-    """Mark a queued run running; None when it is not queued (already taken, or finished)."""
+def _is_answered_elsewhere(run: ResearchRun, owner: str) -> bool:
+    """Another live process holds the run's lease."""
+    return run.lease_owner != owner and run.lease_expires_at is not None and run.lease_expires_at > timezone.now()
+
+
+def _take_attempt(run_id: uuid.UUID, owner: str, *, force: bool = False) -> Attempt | None:
+    """Give the run its next attempt, held by `owner`; None when it has ended, or when a live process
+    holds it (unless `force`: its owner is known to be gone). Fences out every earlier attempt."""
     with transaction.atomic():
         run = ResearchRun.objects.select_for_update().select_related("user_message").get(pk=run_id)
-        if run.status != ResearchRun.Status.QUEUED:
+        if run.is_finished or (_is_answered_elsewhere(run, owner) and not force):
             return None
+        resumed_because = None
+        if run.attempt:
+            resumed_because = run.checkpoint.get("requeued_because") or "worker_lost"
+        run.attempt += 1
         run.status = ResearchRun.Status.RUNNING
-        run.started_at = run.heartbeat_at = timezone.now()
-        run.save(update_fields=["status", "started_at", "heartbeat_at"])
-    return _build_query(run)
+        run.started_at = run.started_at or timezone.now()
+        run.lease_owner = owner
+        run.lease_expires_at = leases.lease_deadline()
+        run.save(update_fields=["attempt", "status", "started_at", "lease_owner", "lease_expires_at"])
+    return Attempt(
+        run_id=run.pk,
+        n=run.attempt,
+        query=_build_query(run),
+        checkpoint={k: v for k, v in run.checkpoint.items() if k != "requeued_because"},
+        resumed_because=resumed_because,
+        cancel_requested=run.cancel_requested,
+    )
 
 
-@sync_to_async
-def _is_cancel_requested(run_id: uuid.UUID) -> bool:
-    return ResearchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+async def take_attempt(run_id: uuid.UUID, owner: str, *, force: bool = False) -> Attempt | None:
+    attempt = await db_call(_take_attempt, run_id, owner, force=force)
+    if attempt is not None:
+        from chat.event_store import get_event_store
+
+        await get_event_store().open_attempt(run_id, attempt.n)
+    return attempt
 
 
-@sync_to_async
-def _beat(run_id: uuid.UUID) -> None:
-    ResearchRun.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
+# --- fenced writes -----------------------------------------------------------------------------------
 
 
-@sync_to_async
+def _fenced(run_id: uuid.UUID, n: int) -> ResearchRun | None:
+    """The run, locked, if attempt `n` still answers it."""
+    run = ResearchRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.is_finished or run.attempt != n:
+        return None
+    return run
+
+
 @transaction.atomic
-def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message | None:
-    """Store the answer; None when the run was already finished (reaped by another process)."""
-    run = ResearchRun.objects.select_for_update().get(pk=run_id)
-    if run.is_finished:
+def _save_checkpoint(run_id: uuid.UUID, n: int, state: dict) -> bool:
+    return bool(
+        ResearchRun.objects.filter(pk=run_id, attempt=n)
+        .exclude(status__in=ResearchRun.FINISHED)
+        .update(checkpoint=state)
+    )
+
+
+@transaction.atomic
+def _finish_done(run_id: uuid.UUID, n: int, summary: RunSummary, text: str) -> Message | None:
+    """Store the answer; None when attempt `n` no longer answers the run."""
+    run = _fenced(run_id, n)
+    if run is None:
         return None
     answer = Message.objects.create(
         conversation_id=run.conversation_id,
@@ -138,6 +212,7 @@ def _finish_done(run_id: uuid.UUID, summary: RunSummary, text: str) -> Message |
     run.answer = answer
     run.status = ResearchRun.Status.DONE
     run.finished_at = timezone.now()
+    run.lease_expires_at = None
     _record_summary(run, summary)
     run.save()
     return answer
@@ -152,15 +227,14 @@ def _record_summary(run: ResearchRun, summary: RunSummary) -> None:
     run.signals = summary.signals
 
 
-@sync_to_async
 @transaction.atomic
 def _finish_failed(
-    run_id: uuid.UUID, failure: RunFailure, text: str, sources: list[dict]
+    run_id: uuid.UUID, n: int, failure: RunFailure, text: str, sources: list[dict]
 ) -> tuple[bool, Message | None]:
-    """Record the failure unless the run has already finished; a partial answer is kept, marked
+    """Record the failure if attempt `n` still answers the run; a partial answer is kept, marked
     incomplete, so nothing streamed is lost. Returns whether this call finished the run, and the answer."""
-    run = ResearchRun.objects.select_for_update().get(pk=run_id)
-    if run.is_finished:
+    run = _fenced(run_id, n)
+    if run is None:
         return False, None
     answer = None
     if text.strip():
@@ -175,43 +249,47 @@ def _finish_failed(
     run.status = failure.status
     run.error = {"code": failure.code, "message": failure.message}
     run.finished_at = timezone.now()
+    run.lease_expires_at = None
     if failure.summary is not None:
         _record_summary(run, failure.summary)
     run.save()
     return True, answer
 
 
-async def _fail(run_id: uuid.UUID, failure: RunFailure, text: str, sources: list[dict]) -> None:
+@transaction.atomic
+def _requeue(run_id: uuid.UUID, n: int | None, because: str) -> bool:
+    """Put the run back in the queue for another attempt: attempt `n` hands it over (`n` None: the
+    sweeper, for a run whose lease expired). Its checkpoint is kept."""
+    run = ResearchRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.is_finished or (n is not None and run.attempt != n):
+        return False
+    if n is None and (run.lease_expires_at is None or run.lease_expires_at > timezone.now()):
+        return False
+    run.status = ResearchRun.Status.QUEUED
+    run.lease_owner = ""
+    run.lease_expires_at = None
+    run.checkpoint = {**run.checkpoint, "requeued_because": because}
+    run.save(update_fields=["status", "lease_owner", "lease_expires_at", "checkpoint"])
+    return True
+
+
+async def fail(attempt: Attempt, failure: RunFailure, text: str, sources: list[dict]) -> None:
     """Store the failure and publish the run's one `error` event."""
-    finished_now, answer = await _finish_failed(run_id, failure, text, sources)
+    finished_now, answer = await db_call(_finish_failed, attempt.run_id, attempt.n, failure, text, sources)
     if not finished_now:
         return
     data = {"code": failure.code, "message": failure.message}
     if answer is not None:
         data["message_id"] = str(answer.id)
-    await apublish(run_channel(run_id), "error", data)
+    await attempt.publish("error", data, final=True)
 
 
-async def _watch(run_id: uuid.UUID, task: asyncio.Task) -> None:
-    """While the run lasts: poll the cancel flag (a cancel request may land in another server process)
-    and leave a heartbeat, by which a run whose process died is recognised as orphaned."""
-    since_beat = 0.0
-    while not task.done():
-        await asyncio.sleep(CANCEL_POLL_SECONDS)
-        if await _is_cancel_requested(run_id):
-            task.cancel()
-            return
-        since_beat += CANCEL_POLL_SECONDS
-        if since_beat >= HEARTBEAT_SECONDS:
-            await _beat(run_id)
-            since_beat = 0.0
+# --- executing an attempt ----------------------------------------------------------------------------
 
 
-async def _research(
-    channel: str, query: ResearchQuery, research: ResearchFn, deltas: DeltaCoalescer, sources: list[dict]
-) -> RunSummary:
+async def _research(attempt: Attempt, research: ResearchFn, deltas: DeltaCoalescer, sources: list[dict]) -> RunSummary:
     summary: RunSummary | None = None
-    async for event in research(query):
+    async for event in research(attempt.query, resume_from=attempt.checkpoint or None):
         if isinstance(event, DeltaEvent):
             await deltas.add(event.text)
             continue
@@ -219,130 +297,182 @@ async def _research(
         if isinstance(event, RunSummary):
             summary = event
             continue
+        if isinstance(event, CheckpointEvent):
+            if not await db_call(_save_checkpoint, attempt.run_id, attempt.n, event.state):
+                raise AttemptSuperseded("the run has a newer attempt")
+            continue
         if isinstance(event, SourcesEvent):
             sources[:] = [s.model_dump(mode="json") for s in event.sources]
-        await apublish(channel, event.type, event.payload())
+        await attempt.publish(event.type, event.payload())
     await deltas.flush()
     if summary is None:
         raise ResearchError("The research ended without an answer.")
     return summary
 
 
-async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research) -> None:
-    """Answer one queued run to the end: exactly one `done` or `error` event is published."""
+async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research, *, hand_over: Callable | None = None) -> None:
+    """Answer the run with a new attempt of this process, to the end or until it is stopped.
+
+    Stopped by a cancel, the run ends `cancelled`; by this process's shutdown, it is handed over with
+    `hand_over(run_id)` (the queue backend: another worker resumes it) or, without one, ends `interrupted`.
+    """
+    handle = await leases.register(run_id)
+    handle.task = asyncio.current_task()
     try:
-        await _execute(run_id, research)
+        attempt = await take_attempt(run_id, leases.OWNER)
+        if attempt is None:
+            return
+        handle.attempt = attempt.n
+        await _execute(attempt, handle, research, hand_over)
+    except asyncio.CancelledError:
+        # Stopped before the research began: a cancel still ends the run; a shutdown leaves it to the
+        # lease's expiry (resumed by a worker, or reaped as interrupted).
+        if handle.stop_cause == "cancel":
+            await asyncio.shield(end_unanswered(run_id, CANCELLED, owner_gone=True))
+        raise
+    except AttemptSuperseded as exc:
+        logger.warning("run %s: attempt stopped, superseded (%s)", run_id, exc)
     except Exception:
         logger.exception("run %s could not be answered", run_id)
     finally:
-        # Outside a request nothing closes the worker thread's connection: do it once the run is over.
-        await sync_to_async(close_old_connections)()
+        leases.unregister(run_id)
 
 
-async def _execute(run_id: uuid.UUID, research: ResearchFn) -> None:
-    query = await _start(run_id)
-    if query is None:
+async def _execute(attempt: Attempt, handle: leases.RunHandle, research: ResearchFn, hand_over: Callable | None) -> None:
+    if attempt.exhausted:
+        await fail(attempt, ATTEMPTS_EXHAUSTED, "", [])
         return
-    channel = run_channel(run_id)
-    deltas = DeltaCoalescer(channel)
+    if attempt.cancel_requested:
+        await fail(attempt, CANCELLED, "", [])
+        return
+    if attempt.resumed_because is not None:
+        # Clients discard the answer text they got before this event: the answer is written again.
+        await attempt.publish("attempt", {"n": attempt.n, "reason": attempt.resumed_because})
+    deltas = DeltaCoalescer(attempt)
     sources: list[dict] = []
     outcome: RunSummary | RunFailure
-    if await _is_cancel_requested(run_id):
-        outcome = CANCELLED
-    else:
-        work = asyncio.create_task(_research(channel, query, research, deltas, sources), name=f"research-{run_id}")
-        _research_tasks[run_id] = work
-        watcher = asyncio.create_task(_watch(run_id, work))
-        try:
-            outcome = await work
-        except asyncio.CancelledError:
-            # A cancel request, or the server shutting down (which cancels this task, and so the work).
-            outcome = CANCELLED if await _is_cancel_requested(run_id) else INTERRUPTED
-        except ResearchError as exc:
-            outcome = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message, exc.summary)
-        except Exception:
-            logger.exception("run %s failed unexpectedly", run_id)
-            outcome = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The run failed unexpectedly.")
-        finally:
-            watcher.cancel()
-            _research_tasks.pop(run_id, None)
-    # Shielded: a shutdown arriving now must not lose the final event of a run that is already answered.
-    await asyncio.shield(_conclude(run_id, outcome, deltas, sources))
-
-
-async def _conclude(
-    run_id: uuid.UUID, outcome: RunSummary | RunFailure, deltas: DeltaCoalescer, sources: list[dict]
-) -> None:
-    await deltas.flush()
-    if isinstance(outcome, RunFailure):
-        await _fail(run_id, outcome, deltas.text, sources)
-        return
+    work = asyncio.create_task(_research(attempt, research, deltas, sources), name=f"research-{attempt.run_id}")
     try:
-        answer = await _finish_done(run_id, outcome, deltas.text)
+        outcome = await work
+    except asyncio.CancelledError:
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        if handle.stop_cause == "hand_over" and hand_over is not None:
+            if await db_call(_requeue, attempt.run_id, attempt.n, "handed_over"):
+                await hand_over(attempt.run_id)
+            return
+        outcome = CANCELLED if handle.stop_cause == "cancel" or await _cancel_requested(attempt.run_id) else INTERRUPTED
+    except AttemptSuperseded:
+        raise
+    except ResearchError as exc:
+        outcome = RunFailure(ResearchRun.Status.ERROR, exc.code, exc.message, exc.summary)
     except Exception:
-        logger.exception("run %s: the answer could not be stored", run_id)
-        await _fail(run_id, STORE_FAILED, deltas.text, sources)
-        return
-    if answer is not None:
-        data = {"message_id": str(answer.id), "run_id": str(run_id), "signals": outcome.signals}
-        await apublish(run_channel(run_id), "done", data)
+        logger.exception("run %s failed unexpectedly", attempt.run_id)
+        outcome = RunFailure(ResearchRun.Status.ERROR, "internal_error", "The run failed unexpectedly.")
+    # The outcome is decided: a cancel arriving now changes nothing, and a shutdown (shielded against)
+    # must not lose the final event of a run that is already answered.
+    handle.task = None
+    await asyncio.shield(_conclude(attempt, outcome, deltas, sources))
 
 
-def launch_run(run_id: uuid.UUID) -> asyncio.Task:
-    """Start answering in the background of the running event loop (the ASGI server's)."""
-    task = asyncio.get_running_loop().create_task(execute_run(run_id), name=f"run-{run_id}")
-    _tasks[run_id] = task
-    task.add_done_callback(lambda _: _tasks.pop(run_id, None))
-    return task
+async def _cancel_requested(run_id: uuid.UUID) -> bool:
+    return await db_call(lambda: ResearchRun.objects.filter(pk=run_id, cancel_requested=True).exists())
 
 
-@sync_to_async
-def request_cancel(run: ResearchRun) -> bool:
-    """Flag the run for cancellation; False when it has already finished."""
-    updated = ResearchRun.objects.filter(pk=run.pk).exclude(status__in=ResearchRun.FINISHED).update(cancel_requested=True)
-    return bool(updated)
-
-
-@sync_to_async
-def _orphan_evidence(run_id: uuid.UUID) -> tuple[str, list[dict]] | None:
-    """The partial answer of an orphaned run, rebuilt from its stored events; None if it is not orphaned."""
-    run = ResearchRun.objects.filter(pk=run_id).first()
-    if run is None or run.is_finished or run_id in _tasks:
-        return None
-    if timezone.now() - (run.heartbeat_at or run.created_at) <= ORPHANED_AFTER:
-        return None
-    text, sources = [], []
+async def _conclude(attempt: Attempt, outcome: RunSummary | RunFailure, deltas: DeltaCoalescer, sources: list[dict]) -> None:
     try:
-        events = stored_events(run.channel)
-    except EventDoesNotExist:  # trimmed after 24 hours: nothing left to keep
-        events = []
-    for event in events:
-        if event.type == "delta":
+        await deltas.flush()
+        if isinstance(outcome, RunFailure):
+            await fail(attempt, outcome, deltas.text, sources)
+            return
+        try:
+            answer = await db_call(_finish_done, attempt.run_id, attempt.n, outcome, deltas.text)
+        except Exception:
+            logger.exception("run %s: the answer could not be stored", attempt.run_id)
+            await fail(attempt, STORE_FAILED, deltas.text, sources)
+            return
+        if answer is not None:
+            data = {"message_id": str(answer.id), "run_id": str(attempt.run_id), "signals": outcome.signals}
+            await attempt.publish("done", data, final=True)
+    except AttemptSuperseded as exc:
+        logger.warning("run %s: attempt %s superseded while concluding (%s)", attempt.run_id, attempt.n, exc)
+
+
+# --- ending runs nobody answers ----------------------------------------------------------------------
+
+
+async def partial_answer(run_id: uuid.UUID) -> tuple[str, list[dict]]:
+    """The answer text and sources the run's latest attempt had streamed, rebuilt from its events."""
+    text: list[str] = []
+    sources: list[dict] = []
+    for event in await stored_events(run_id):
+        if event.type == "attempt":
+            text, sources = [], []
+        elif event.type == "delta":
             text.append(event.data["text"])
         elif event.type == "sources":
             sources = event.data["sources"]
     return "".join(text), sources
 
 
-async def reap_if_orphaned(run_id: uuid.UUID, failure: RunFailure = INTERRUPTED) -> bool:
-    """End a run whose process died (it stays `running` forever otherwise) with `failure`, keeping what
-    it had streamed. Called when someone looks at the run; True when it was reaped."""
-    evidence = await _orphan_evidence(run_id)
-    if evidence is None:
+async def end_unanswered(run_id: uuid.UUID, failure: RunFailure, *, owner_gone: bool = False) -> bool:
+    """End a run no live process answers (a queued run, or one whose lease expired; `owner_gone`: its
+    lease holder is known to be dead) with `failure`, keeping what it had streamed. True when ended."""
+    attempt = await take_attempt(run_id, f"{leases.OWNER}:takeover", force=owner_gone)
+    if attempt is None:
         return False
-    text, sources = evidence
-    await _fail(run_id, failure, text, sources)
+    text, sources = await partial_answer(run_id)
+    try:
+        await fail(attempt, failure, text, sources)
+    except AttemptSuperseded:
+        return False
     return True
 
 
-async def cancel_run(run: ResearchRun) -> bool:
-    """Ask the run to stop; False when it has already finished. The run itself publishes the `error`."""
-    if not await request_cancel(run):
+async def reap_if_orphaned(run_id: uuid.UUID) -> bool:
+    """In-process runs: end a run whose process died (it stays `running` forever otherwise) as
+    `interrupted`, keeping what it streamed. Called when someone looks at the run; True when reaped.
+    With the queue backend, workers resume such runs instead."""
+    if settings.RUNS_BACKEND != "inprocess" or leases.local_handle(run_id) is not None:
         return False
-    work = _research_tasks.get(run.id)
-    if work is not None:
-        work.cancel()
-    elif run.id not in _tasks:
-        # Answered by another process, which sees the flag within a second, or by none any more.
-        await reap_if_orphaned(run.id, CANCELLED)
+    run = await ResearchRun.objects.filter(pk=run_id).only("status", "lease_expires_at", "created_at").afirst()
+    if run is None or run.is_finished:
+        return False
+    silent_since = run.lease_expires_at or run.created_at + timedelta(seconds=leases.LEASE_SECONDS)
+    if silent_since > timezone.now():
+        return False
+    return await end_unanswered(run_id, INTERRUPTED)
+
+
+@transaction.atomic
+def _request_cancel(run_id: uuid.UUID) -> ResearchRun | None:
+    """Flag the run for cancellation; None when it has already finished."""
+    run = ResearchRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.is_finished:
+        return None
+    run.cancel_requested = True
+    run.save(update_fields=["cancel_requested"])
+    return run
+
+
+async def cancel_run(run_id: uuid.UUID) -> bool:
+    """Stop the run; False when it has already finished. It ends with one `cancelled` error event,
+    published by the process answering it, or at once here when nobody is (any more)."""
+    run = await db_call(_request_cancel, run_id)
+    if run is None:
+        return False
+    handle = leases.local_handle(run_id)
+    if handle is not None:
+        handle.stop("cancel")
+        return True
+    if await end_unanswered(run_id, CANCELLED):
+        return True
+    if not await leases.send_cancel(run.lease_owner, run_id) and settings.REDIS_URL:
+        # Nobody listens on the owner's channel: its process is gone, though its lease has not expired.
+        await end_unanswered(run_id, CANCELLED, owner_gone=True)
     return True
+
+
+async def requeue_lost(run_id: uuid.UUID) -> bool:
+    """The sweeper's part: a run whose lease expired goes back to the queue (True), unless it is over."""
+    return await db_call(_requeue, run_id, None, "worker_lost")

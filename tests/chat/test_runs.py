@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import uuid
 
 import pytest
@@ -236,14 +237,14 @@ async def test_the_askers_time_zone_reaches_the_models(api, fake_openai):
 async def test_a_cancel_arriving_while_the_answer_is_stored_does_not_lose_the_final_event(api, fake_openai, monkeypatch):
     from chat.services import runs
 
-    storing, release = asyncio.Event(), asyncio.Event()
+    storing, release = asyncio.Event(), threading.Event()
     loop = asyncio.get_running_loop()
     finish_done = runs._finish_done
 
-    async def slow_finish(*args):
+    def slow_finish(*args):  # runs on a database thread
         loop.call_soon_threadsafe(storing.set)
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(release.wait(), loop))
-        return await finish_done(*args)
+        release.wait(timeout=10)
+        return finish_done(*args)
 
     monkeypatch.setattr(runs, "_finish_done", slow_finish)
     accepted = await ask(api)
@@ -260,13 +261,13 @@ async def test_a_cancel_arriving_while_the_answer_is_stored_does_not_lose_the_fi
 
 
 async def test_a_server_shutdown_mid_run_ends_it_as_interrupted_not_cancelled(api, fake_openai):
-    from chat.services import runs
+    from chat.services import leases
 
     fake_openai.script(TextReply(CITED_ANSWER.sentences, chunk_chars=2, delta_delay=0.05))
     accepted = await ask(api)
     await read_events(api, accepted["events_url"], stop_after=3)
 
-    task = runs._tasks[uuid.UUID(accepted["run_id"])]
+    task = leases.local_handle(uuid.UUID(accepted["run_id"])).task
     task.get_loop().call_soon_threadsafe(task.cancel)  # what uvicorn does to pending tasks on shutdown
     events = await read_events(api, accepted["events_url"])
 

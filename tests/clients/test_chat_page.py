@@ -115,7 +115,7 @@ def scripted_router(monkeypatch) -> Iterator[Callable[..., None]]:
     def use(*steps: Step) -> None:
         gates.extend(step for step in steps if isinstance(step, Gate))
 
-        async def research(query: ResearchQuery) -> AsyncIterator[ResearchEvent]:
+        async def research(query: ResearchQuery, resume_from: dict | None = None) -> AsyncIterator[ResearchEvent]:
             for step in steps:
                 if isinstance(step, Gate):
                     await step.wait()

@@ -17,6 +17,7 @@ from chat.services.completions import format_sources
 from datascraper.errors import ResearchError
 from datascraper.research_engine import run_research
 from datascraper.schemas import (
+    CheckpointEvent,
     DeltaEvent,
     Mode,
     PlanEvent,
@@ -87,6 +88,8 @@ class Command(BaseCommand):
                     sources = event.sources
                 elif isinstance(event, RunSummary):
                     self.progress(summary_line(event))
+                elif isinstance(event, CheckpointEvent):
+                    continue  # for resuming a stored run; nothing to resume here
                 else:
                     self.progress(progress_line(event))
         except ResearchError as exc:
