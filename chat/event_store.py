@@ -31,6 +31,7 @@ from chat.db_calls import db_call
 from chat.models import ResearchRun, RunEvent, run_channel
 
 READ_BATCH = 100
+REDIS_CONNECTIONS = 50  # per process and event loop
 REDIS_EVENTS_TTL = 7 * 24 * 3600
 # django-eventstream's cross-process channel: its per-process Redis listener wakes the local streams.
 WAKE_UP_CHANNEL = "events_channel"
@@ -159,7 +160,11 @@ class RedisEventStore:
         if client is None:
             for old_loop in [known for known in self._clients if known.is_closed()]:
                 del self._clients[old_loop]
-            client = aioredis.Redis.from_url(self._url, socket_connect_timeout=2, socket_timeout=5)
+            # Blocking: past the cap an append waits for a free connection instead of failing.
+            pool = aioredis.BlockingConnectionPool.from_url(
+                self._url, max_connections=REDIS_CONNECTIONS, timeout=10, socket_connect_timeout=2, socket_timeout=5
+            )
+            client = aioredis.Redis(connection_pool=pool)
             self._clients[loop] = client
         return client
 

@@ -16,6 +16,7 @@ from functools import partial
 from django.db import transaction
 
 from chat.callers import Caller
+from chat.db_calls import db_call
 from chat.events import KEEPALIVE, iter_run_events
 from chat.models import Message, ResearchRun
 from chat.services.conversations import create_conversation, post_user_message
@@ -74,8 +75,8 @@ def format_sources(sources: Sequence[Source]) -> str:
 
 
 async def _stored_usage(run_id: uuid.UUID) -> UsageLedger:
-    run = await ResearchRun.objects.only("usage").aget(pk=run_id)
-    return UsageLedger.model_validate(run.usage or {})
+    usage = await db_call(lambda: ResearchRun.objects.values_list("usage", flat=True).get(pk=run_id))
+    return UsageLedger.model_validate(usage or {})
 
 
 async def follow_answer(run: ResearchRun) -> AsyncGenerator[AnswerPiece, None]:

@@ -435,7 +435,9 @@ async def reap_if_orphaned(run_id: uuid.UUID) -> bool:
     With the queue backend, workers resume such runs instead."""
     if settings.RUNS_BACKEND != "inprocess" or leases.local_handle(run_id) is not None:
         return False
-    run = await ResearchRun.objects.filter(pk=run_id).only("status", "lease_expires_at", "created_at").afirst()
+    run = await db_call(
+        lambda: ResearchRun.objects.filter(pk=run_id).only("status", "lease_expires_at", "created_at").first()
+    )
     if run is None or run.is_finished:
         return False
     silent_since = run.lease_expires_at or run.created_at + timedelta(seconds=leases.LEASE_SECONDS)
