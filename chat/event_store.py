@@ -25,7 +25,6 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 
 from chat.db_calls import db_call
 from chat.models import ResearchRun, RunEvent, run_channel

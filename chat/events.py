@@ -13,7 +13,6 @@ browsers reconnect by themselves, with `Last-Event-ID`, to a process that stays.
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import signal
 import uuid
@@ -26,7 +25,6 @@ from django_eventstream.views import Listener, get_listener_manager
 from chat.event_store import READ_BATCH, EventRejected, RunEventRecord, get_event_store
 from chat.models import run_channel
 
-logger = logging.getLogger(__name__)
 
 __all__ = ["EventRejected", "RunEventRecord", "publish", "iter_run_events", "stream_run_events"]
 

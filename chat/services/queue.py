@@ -17,7 +17,6 @@ import logging
 import signal
 import uuid
 
-from django.conf import settings
 from django.utils import timezone
 from procrastinate import exceptions as procrastinate_errors
 from procrastinate import jobs as procrastinate_jobs
