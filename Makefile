@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-postgres install install-dev migrate benchmarks clean
+.PHONY: run test test-postgres test-postgres-db-events install install-dev migrate benchmarks clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -37,6 +37,11 @@ test-postgres: install-dev
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/15} \
 	$(BIN)/python -m pytest
+
+# The chat tests on PostgreSQL without Redis: events then live in the database there too.
+test-postgres-db-events: install-dev
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} REDIS_URL= \
+	$(BIN)/python -m pytest tests/chat tests/clients/test_openai_compat.py
 
 benchmarks: install-dev
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

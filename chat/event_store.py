@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from chat.db_calls import db_call
 from chat.models import ResearchRun, RunEvent, run_channel
@@ -75,7 +75,15 @@ def encode(data: dict) -> str:
 
 
 class DatabaseEventStore:
-    """Events as rows; the fence is the run row's `attempt` and `events_closed`."""
+    """Events as rows; the fence is the run row's `attempt` and `events_closed`.
+
+    Plain SQL rather than the ORM: these two statements run for every event and every wake-up of every
+    watcher, and building ORM queries was most of their cost. `UPDATE ... RETURNING` (PostgreSQL, and
+    SQLite 3.35+) checks the fence and takes the next id in one statement, under the run's row lock.
+    """
+
+    _runs = ResearchRun._meta.db_table
+    _events = RunEvent._meta.db_table
 
     wakes_other_processes = False
 
@@ -85,34 +93,46 @@ class DatabaseEventStore:
     async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data: dict, *, final: bool) -> int:
         return await db_call(self._append, run_id, attempt, event_type, encode(data), final)
 
-    @staticmethod
+    @classmethod
     @transaction.atomic
-    def _append(run_id: uuid.UUID, attempt: int, event_type: str, data_json: str, final: bool) -> int:
-        fence = (
-            ResearchRun.objects.select_for_update()
-            .filter(pk=run_id)
-            .values_list("attempt", "last_event_id", "events_closed")
-            .first()
-        )
-        if fence is None or fence[0] != attempt or fence[2]:
-            raise EventRejected(f"run {run_id}: attempt {attempt} may not publish")
-        seq = fence[1] + 1
-        ResearchRun.objects.filter(pk=run_id).update(last_event_id=seq, events_closed=final)
-        RunEvent.objects.create(run_id=run_id, seq=seq, type=event_type, data=data_json)
-        return seq
+    def _append(cls, run_id: uuid.UUID, attempt: int, event_type: str, data_json: str, final: bool) -> int:
+        key = _db_uuid(run_id)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {cls._runs} SET last_event_id = last_event_id + 1, events_closed = %s "
+                "WHERE id = %s AND attempt = %s AND NOT events_closed RETURNING last_event_id",
+                [final, key, attempt],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                raise EventRejected(f"run {run_id}: attempt {attempt} may not publish")
+            cursor.execute(
+                f"INSERT INTO {cls._events} (run_id, seq, type, data) VALUES (%s, %s, %s, %s)",
+                [key, row[0], event_type, data_json],
+            )
+        return row[0]
 
     async def read_after(self, run_id: uuid.UUID, last_id: int, limit: int = READ_BATCH) -> list[RunEventRecord]:
         return await db_call(self._read_after, run_id, last_id, limit)
 
-    @staticmethod
-    def _read_after(run_id: uuid.UUID, last_id: int, limit: int) -> list[RunEventRecord]:
-        rows = RunEvent.objects.filter(run_id=run_id, seq__gt=last_id).order_by("seq")[:limit]
-        return [RunEventRecord(seq, type_, data) for seq, type_, data in rows.values_list("seq", "type", "data")]
+    @classmethod
+    def _read_after(cls, run_id: uuid.UUID, last_id: int, limit: int) -> list[RunEventRecord]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT seq, type, data FROM {cls._events} WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                [_db_uuid(run_id), last_id, limit],
+            )
+            return [RunEventRecord(seq, type_, data) for seq, type_, data in cursor.fetchall()]
 
     async def last_id(self, run_id: uuid.UUID) -> int:
         return await db_call(
             lambda: ResearchRun.objects.filter(pk=run_id).values_list("last_event_id", flat=True).first() or 0
         )
+
+
+def _db_uuid(run_id: uuid.UUID):
+    """The run id as this database stores it (a uuid column, or 32 hex characters on SQLite)."""
+    return ResearchRun._meta.pk.get_db_prep_value(run_id, connection)
 
 
 # KEYS: fence hash, stream. ARGV: attempt, type, data, final, ttl, wake-up channel, run channel.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from collections.abc import AsyncIterator
 from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from django.utils import timezone
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
@@ -15,9 +17,11 @@ from django.views.decorators.http import require_GET
 from chat import selectors
 from chat.callers import AuthenticationFailed, resolve_caller_sync
 from chat.event_store import get_event_store
-from chat.events import OPENING, InvalidLastEventId, parse_last_event_id, stream_run_events
+from chat.events import OPENING, TERMINAL_EVENTS, InvalidLastEventId, parse_last_event_id, stream_run_events
 from chat.models import ResearchRun
 from chat.services.runs import reap_if_orphaned
+
+EXPIRED_AFTER = timedelta(minutes=1)
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
@@ -46,6 +50,17 @@ async def _opening_only() -> AsyncIterator[str]:
     yield OPENING
 
 
+async def _nothing_more(run: ResearchRun, last_id: int, current: int) -> bool:
+    """No event will follow `last_id`: it is the run's final event, or a long-finished run's events have
+    expired. (A run can be finished a moment before its final event is stored: that one is still sent.)"""
+    if not run.is_finished or last_id != current:
+        return False
+    if current == 0:
+        return run.finished_at is not None and timezone.now() - run.finished_at > EXPIRED_AFTER
+    last = await get_event_store().read_after(run.id, current - 1, limit=1)
+    return bool(last) and last[0].type in TERMINAL_EVENTS
+
+
 @csrf_exempt
 @require_GET
 async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
@@ -65,8 +80,7 @@ async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     if last_id > current:
         return _error(400, "invalid_last_event_id", "Last-Event-ID is beyond the last event of this run.")
     await reap_if_orphaned(run.id)
-    if run.is_finished and (last_id == current or current == 0):
-        # Everything was seen (a resume after the final event), or the run's events have expired.
+    if await _nothing_more(run, last_id, current):
         stream = _opening_only()
     else:
         stream = stream_run_events(run.id, last_id, on_idle=partial(reap_if_orphaned, run.id))
