@@ -30,7 +30,7 @@ from chat.db_calls import db_call
 from chat.models import ResearchRun, RunEvent, run_channel
 
 READ_BATCH = 100
-REDIS_CONNECTIONS = 50  # per process and event loop
+REDIS_CONNECTIONS = 200  # per process and event loop; Redis takes thousands
 REDIS_EVENTS_TTL = 7 * 24 * 3600
 # django-eventstream's cross-process channel: its per-process Redis listener wakes the local streams.
 WAKE_UP_CHANNEL = "events_channel"
@@ -181,7 +181,7 @@ class RedisEventStore:
                 del self._clients[old_loop]
             # Blocking: past the cap an append waits for a free connection instead of failing.
             pool = aioredis.BlockingConnectionPool.from_url(
-                self._url, max_connections=REDIS_CONNECTIONS, timeout=10, socket_connect_timeout=2, socket_timeout=5
+                self._url, max_connections=REDIS_CONNECTIONS, timeout=30, socket_connect_timeout=2, socket_timeout=5
             )
             client = aioredis.Redis(connection_pool=pool)
             self._clients[loop] = client

@@ -137,23 +137,33 @@ async def _listen_for_cancels(subscribed: asyncio.Event) -> None:
     """Cancel local runs named on this process's channel; reconnects after a Redis failure."""
     while True:
         client = _redis()
+        pubsub = client.pubsub()
         try:
-            async with client.pubsub() as pubsub:
-                await pubsub.subscribe(CANCEL_CHANNEL_PREFIX + OWNER)
-                subscribed.set()
-                async for message in pubsub.listen():
-                    if message["type"] != "message":
-                        continue
-                    handle = _leases.handles.get(uuid.UUID(message["data"].decode()))
-                    if handle is not None:
-                        handle.stop("cancel")
+            await pubsub.subscribe(CANCEL_CHANNEL_PREFIX + OWNER)
+            subscribed.set()
+            async for message in pubsub.listen():
+                if message["type"] != "message":
+                    continue
+                handle = _leases.handles.get(uuid.UUID(message["data"].decode()))
+                if handle is not None:
+                    handle.stop("cancel")
+        except GeneratorExit:
+            raise  # the event loop is closing under us: nothing can be awaited any more
         except asyncio.CancelledError:
+            await _close(pubsub, client)
             raise
         except Exception:
             logger.warning("The cancel subscription broke; reconnecting in 1 s", exc_info=True)
+            await _close(pubsub, client)
             await asyncio.sleep(1)
-        finally:
-            await client.aclose()
+
+
+async def _close(pubsub, client) -> None:
+    try:
+        await pubsub.aclose()
+        await client.aclose()
+    except Exception:
+        logger.debug("closing the cancel subscription failed", exc_info=True)
 
 
 async def send_cancel(owner: str, run_id: uuid.UUID) -> bool:
