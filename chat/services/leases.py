@@ -44,7 +44,6 @@ class RunHandle:
     run_id: uuid.UUID
     task: asyncio.Task | None = None
     stop_cause: StopCause | None = None
-    attempt: int = 0
 
     def stop(self, cause: StopCause) -> None:
         self.stop_cause = self.stop_cause or cause
@@ -77,8 +76,8 @@ def local_handles() -> list[RunHandle]:
 
 async def register(run_id: uuid.UUID) -> RunHandle:
     """Note a run as answered here (before its attempt begins), with lease renewal and cancels running."""
+    handle = _leases.handles[run_id] = RunHandle(run_id)
     await _ensure_started()
-    handle = _leases.handles.setdefault(run_id, RunHandle(run_id))
     return handle
 
 

@@ -316,13 +316,14 @@ async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research, *,
     Stopped by a cancel, the run ends `cancelled`; by this process's shutdown, it is handed over with
     `hand_over(run_id)` (the queue backend: another worker resumes it) or, without one, ends `interrupted`.
     """
+    if leases.local_handle(run_id) is not None:
+        return  # already being answered here (a duplicate job)
     handle = await leases.register(run_id)
     handle.task = asyncio.current_task()
     try:
         attempt = await take_attempt(run_id, leases.OWNER)
         if attempt is None:
             return
-        handle.attempt = attempt.n
         await _execute(attempt, handle, research, hand_over)
     except asyncio.CancelledError:
         # Stopped before the research began: a cancel still ends the run; a shutdown leaves it to the
