@@ -36,7 +36,7 @@ from chat.services.admission import (
     may_see_status,
 )
 from chat.services.conversations import create_conversation, post_user_message
-from chat.services.run_backends import QueueUnavailable, submit_run
+from chat.services.run_backends import QueueUnavailable, start_run
 from chat.services.runs import cancel_run, reap_if_orphaned
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 @api.exception_handler(QueueUnavailable)
 def _queue_unavailable(request: HttpRequest, exc: QueueUnavailable) -> HttpResponse:
     logger.error("could not queue a run: %s", exc)
-    return error_response(request, 503, "queue_unavailable", "The question is stored but could not be queued; ask again.")
+    return error_response(request, 503, "queue_unavailable", "The question could not be queued; nothing was stored. Ask again.")
 
 
 @api.exception_handler(Exception)
@@ -219,7 +219,7 @@ async def post_message(request: HttpRequest, conversation_id: uuid.UUID, payload
     run = await sync_to_async(post_user_message)(
         conversation, content=payload.content, mode=payload.mode, timezone=payload.timezone or ""
     )
-    await submit_run(run.id)
+    start_run(run.id)
     return Status(
         202,
         MessageAccepted(

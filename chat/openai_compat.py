@@ -36,7 +36,7 @@ from chat.services.completions import (
     follow_answer,
     start_completion,
 )
-from chat.services.run_backends import submit_run
+from chat.services.run_backends import QueueUnavailable, start_run
 from chat.services.runs import cancel_run
 from datascraper.schemas import ChatTurn, Mode, UsageLedger
 
@@ -92,6 +92,7 @@ _RUN_FAILURES: dict[str, tuple[int, ErrorType]] = {
     "provider_not_configured": (503, "server_error"),
     "rate_limited": (429, "rate_limit_error"),
     "upstream_timeout": (504, "server_error"),
+    "deadline_exceeded": (504, "server_error"),
     "cancelled": (409, "invalid_request_error"),
     "internal_error": (500, "server_error"),
 }
@@ -356,8 +357,11 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         raise OpenAIError(
             429, refused.message, type="rate_limit_error", code=refused.code, retry_after_s=refused.retry_after_s
         ) from refused
-    run = await sync_to_async(start_completion)(caller, history=history, question=question, mode=body.mode)
-    await submit_run(run.id)
+    try:
+        run = await sync_to_async(start_completion)(caller, history=history, question=question, mode=body.mode)
+    except QueueUnavailable as exc:
+        raise OpenAIError(503, "The question could not be queued; ask again.", type="server_error", code="queue_unavailable") from exc
+    start_run(run.id)
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)

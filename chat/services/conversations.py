@@ -6,6 +6,7 @@ from django.db import transaction
 
 from chat.callers import Caller
 from chat.models import Conversation, Message, ResearchRun
+from chat.services.run_backends import enqueue_in_transaction
 
 TITLE_LENGTH = 80
 
@@ -26,6 +27,8 @@ def post_user_message(conversation: Conversation, *, content: str, mode: str, ti
     if not conversation.title:
         conversation.title = title_from_question(content)
     conversation.save(update_fields=["title", "updated_at"])
-    return ResearchRun.objects.create(
+    run = ResearchRun.objects.create(
         conversation=conversation, user_message=message, requested_mode=mode, timezone=timezone
     )
+    enqueue_in_transaction(run.id)
+    return run

@@ -49,6 +49,11 @@ async def enqueue_run(run_id: uuid.UUID) -> None:
         pass
 
 
+def defer_run(run_id: uuid.UUID) -> None:
+    """Defer a new run's job on the current database connection, so within the caller's transaction."""
+    answer_run.configure(queueing_lock=str(run_id)).defer(run_id=str(run_id))
+
+
 def _lost_runs() -> list[uuid.UUID]:
     return list(
         ResearchRun.objects.filter(status=ResearchRun.Status.RUNNING, lease_expires_at__lt=timezone.now())
