@@ -62,12 +62,23 @@ def _lost_runs() -> list[uuid.UUID]:
     )
 
 
+def _runs_to_resume() -> list[uuid.UUID]:
+    """Runs put back in the queue to be resumed (their job may not have been deferred: a sweep or a
+    hand-over cut short); deferring again is harmless, the queueing lock refuses a second waiting job."""
+    return list(
+        ResearchRun.objects.filter(status=ResearchRun.Status.QUEUED, attempt__gt=0)
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:100]
+    )
+
+
 async def sweep() -> None:
     """Resume runs whose worker died, and close that worker's jobs."""
     for run_id in await db_call(_lost_runs):
         if await runs.requeue_lost(run_id):
             logger.warning("run %s lost its worker; queued again to resume", run_id)
-            await enqueue_run(run_id)
+    for run_id in await db_call(_runs_to_resume):
+        await enqueue_run(run_id)
     for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_WORKER_SECONDS):
         await app.job_manager.finish_job_by_id_async(job.id, status=procrastinate_jobs.Status.FAILED, delete_job=False)
 

@@ -46,3 +46,19 @@ async def test_a_job_that_cannot_be_queued_stores_nothing_and_is_a_503(api, queu
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "queue_unavailable"
     assert not await Message.objects.aexists() and not await ResearchRun.objects.aexists()
+
+
+async def test_the_sweep_defers_a_job_for_a_run_left_queued_without_one(api, queue_backend):
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    from chat.services import queue
+
+    run_id = (await post_question(api)).json()["run_id"]
+    await ProcrastinateJob.objects.filter(args__run_id=run_id).adelete()  # as if a hand-over was cut short
+    await ResearchRun.objects.filter(pk=run_id).aupdate(attempt=1, checkpoint={"requeued_because": "handed_over"})
+
+    await queue.sweep()
+    await queue.sweep()  # deferring again is harmless
+
+    jobs = [job async for job in ProcrastinateJob.objects.filter(args__run_id=run_id)]
+    assert [(job.task_name, job.status) for job in jobs] == [("chat.answer_run", "todo")]
