@@ -132,3 +132,5 @@ class StatusOut(BaseModel):
     oldest_queued_s: float | None = Field(description="Age of the oldest queued run, in seconds.")
     oldest_running_s: float | None = Field(description="Time since the longest-running run started, in seconds.")
     limits: AdmissionLimitsOut
+    backend: str = Field(description="Where runs execute: 'inprocess' or 'queue'.")
+    workers: int | None = Field(description="Queue backend: workers alive (null in-process).")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -138,6 +138,8 @@ class AdmissionStatus:
     oldest_queued_s: float | None
     oldest_running_s: float | None
     limits: AdmissionLimits
+    backend: str
+    workers: int | None  # queue backend: workers alive (a heartbeat within a lease)
 
 
 async def may_see_status(caller: Caller) -> bool:
@@ -166,4 +168,15 @@ async def admission_status() -> AdmissionStatus:
             api_rate=settings.CHAT_API_RATE_LIMIT,
             max_concurrent_runs=settings.CHAT_MAX_CONCURRENT_RUNS,
         ),
+        backend=settings.RUNS_BACKEND,
+        workers=await _live_workers() if settings.RUNS_BACKEND == "queue" else None,
     )
+
+
+async def _live_workers() -> int:
+    from procrastinate.contrib.django.models import ProcrastinateWorker
+
+    from chat.services.leases import LEASE_SECONDS
+
+    alive_since = timezone.now() - timedelta(seconds=LEASE_SECONDS)
+    return await ProcrastinateWorker.objects.filter(last_heartbeat__gte=alive_since).acount()

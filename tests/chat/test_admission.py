@@ -234,6 +234,7 @@ async def test_staff_see_the_queue_depth_and_the_runs_answering(api, slow_answer
     assert 30 <= status["oldest_queued_s"] < 60
     assert 0 <= status["oldest_running_s"] < 5
     assert status["limits"] == {"rate": "30/m", "api_rate": "600/m", "max_concurrent_runs": 5}
+    assert (status["backend"], status["workers"]) == ("inprocess", None)
 
 
 async def test_the_status_is_a_404_for_anyone_but_staff(api, live_server_url, limits):

@@ -16,6 +16,7 @@ import time
 import httpx2
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
 from chat.models import Message, ResearchRun
 from tests.datascraper.research_support import gaps, is_analysis, is_gap_report, script_analysis, script_gaps, sub
@@ -89,10 +90,16 @@ def answer_after_last_attempt(events) -> str:
 
 async def test_a_killed_worker_s_run_is_resumed_from_its_checkpoint_by_another(processes, fake_openai, api_key):
     script_research(fake_openai)
+    await get_user_model().objects.filter(username="alice").aupdate(is_staff=True)
     _, url = processes.web()
     processes.worker()
     processes.worker()
     async with client(url, api_key) as api:
+
+        async def two_workers_alive():
+            return (await api.get("/api/status")).json()["workers"] == 2
+
+        await until(two_workers_alive, timeout=15, interval=0.2)
         accepted = await ask(api)
         await read_events(api, accepted["events_url"], stop_after=12)  # the answer is streaming
         os.kill(await running_on(accepted["run_id"]), signal.SIGKILL)
