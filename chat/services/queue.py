@@ -132,4 +132,5 @@ async def serve(*, concurrency: int, grace: float) -> None:
                     handle.stop("hand_over")
                 await asyncio.wait({worker}, timeout=HAND_OVER_SECONDS)
             stopped.cancel()
-            await asyncio.gather(worker, sweeper, stopped, return_exceptions=True)
+            # Bounded: a run still not handed over is cancelled as the loop closes, and its lease expires.
+            await asyncio.wait({worker, sweeper, stopped}, timeout=HAND_OVER_SECONDS)
