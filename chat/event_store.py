@@ -16,7 +16,6 @@ Two stores behind one interface:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from dataclasses import dataclass
@@ -28,9 +27,9 @@ from django.db import connection, transaction
 
 from chat.db_calls import db_call
 from chat.models import ResearchRun, RunEvent, run_channel
+from chat.redis_client import redis_client
 
 READ_BATCH = 100
-REDIS_CONNECTIONS = 200  # per process and event loop; Redis takes thousands
 REDIS_EVENTS_TTL = 7 * 24 * 3600
 # django-eventstream's cross-process channel: its per-process Redis listener wakes the local streams.
 WAKE_UP_CHANNEL = "events_channel"
@@ -165,37 +164,15 @@ class RedisEventStore:
 
     wakes_other_processes = True
 
-    def __init__(self, url: str, prefix: str = "research-chat") -> None:
-        self._url = url
-        self._prefix = prefix
-        self._clients: dict[asyncio.AbstractEventLoop, object] = {}
-
-    def _redis(self):
-        """One client per event loop: a connection pool belongs to the loop that opened it."""
-        import redis.asyncio as aioredis
-
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            for old_loop in [known for known in self._clients if known.is_closed()]:
-                del self._clients[old_loop]
-            # Blocking: past the cap an append waits for a free connection instead of failing.
-            pool = aioredis.BlockingConnectionPool.from_url(
-                self._url, max_connections=REDIS_CONNECTIONS, timeout=30, socket_connect_timeout=2, socket_timeout=5
-            )
-            client = aioredis.Redis(connection_pool=pool)
-            self._clients[loop] = client
-        return client
-
     def _keys(self, run_id: uuid.UUID) -> tuple[str, str]:
-        return f"{self._prefix}:run:{run_id}:fence", f"{self._prefix}:run:{run_id}:events"
+        return f"research-chat:run:{run_id}:fence", f"research-chat:run:{run_id}:events"
 
     async def open_attempt(self, run_id: uuid.UUID, attempt: int) -> None:
         fence, _ = self._keys(run_id)
-        await self._redis().eval(_OPEN_ATTEMPT, 1, fence, attempt, REDIS_EVENTS_TTL)
+        await redis_client().eval(_OPEN_ATTEMPT, 1, fence, attempt, REDIS_EVENTS_TTL)
 
     async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data: dict, *, final: bool) -> int:
-        seq = await self._redis().eval(
+        seq = await redis_client().eval(
             _APPEND,
             2,
             *self._keys(run_id),
@@ -213,7 +190,7 @@ class RedisEventStore:
 
     async def read_after(self, run_id: uuid.UUID, last_id: int, limit: int = READ_BATCH) -> list[RunEventRecord]:
         _, stream = self._keys(run_id)
-        entries = await self._redis().xrange(stream, min=f"{last_id + 1}-0", max="+", count=limit)
+        entries = await redis_client().xrange(stream, min=f"{last_id + 1}-0", max="+", count=limit)
         return [
             RunEventRecord(int(entry_id.split(b"-")[0]), fields[b"t"].decode(), fields[b"d"].decode())
             for entry_id, fields in entries
@@ -221,7 +198,7 @@ class RedisEventStore:
 
     async def last_id(self, run_id: uuid.UUID) -> int:
         fence, _ = self._keys(run_id)
-        value = await self._redis().hget(fence, "seq")
+        value = await redis_client().hget(fence, "seq")
         return int(value or 0)
 
 
@@ -229,5 +206,5 @@ class RedisEventStore:
 def get_event_store() -> EventStore:
     """Redis whenever it is configured (no SQL on the event path), else the database."""
     if settings.REDIS_URL:
-        return RedisEventStore(settings.REDIS_URL)
+        return RedisEventStore()
     return DatabaseEventStore()

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from chat.db_calls import db_call
 from chat.models import ResearchRun
+from chat.redis_client import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,8 @@ async def _keep_leases() -> None:
             logger.exception("Could not renew the run leases; retrying in %s s", LEASE_RENEW_SECONDS)
 
 
-def _redis():
+def _subscriber():
+    """A client of its own for the subscription: no read timeout, since it waits for messages."""
     import redis.asyncio as aioredis
 
     return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2)
@@ -135,7 +137,7 @@ def _redis():
 async def _listen_for_cancels(subscribed: asyncio.Event) -> None:
     """Cancel local runs named on this process's channel; reconnects after a Redis failure."""
     while True:
-        client = _redis()
+        client = _subscriber()
         pubsub = client.pubsub()
         try:
             await pubsub.subscribe(CANCEL_CHANNEL_PREFIX + OWNER)
@@ -169,9 +171,5 @@ async def send_cancel(owner: str, run_id: uuid.UUID) -> bool:
     """Tell the process `owner` to cancel the run; False when no such process is listening (it is gone)."""
     if not settings.REDIS_URL:
         return False
-    client = _redis()
-    try:
-        receivers = await client.publish(CANCEL_CHANNEL_PREFIX + owner, str(run_id))
-    finally:
-        await client.aclose()
+    receivers = await redis_client().publish(CANCEL_CHANNEL_PREFIX + owner, str(run_id))
     return receivers > 0
