@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.db_calls import db_call
+from chat.event_store import get_event_store
 from chat.events import EventRejected, publish, stored_events
 from chat.models import Message, ResearchRun
 from chat.selectors import history_before
@@ -171,8 +172,6 @@ def _take_attempt(run_id: uuid.UUID, owner: str, *, force: bool = False) -> Atte
 async def take_attempt(run_id: uuid.UUID, owner: str, *, force: bool = False) -> Attempt | None:
     attempt = await db_call(_take_attempt, run_id, owner, force=force)
     if attempt is not None:
-        from chat.event_store import get_event_store
-
         await get_event_store().open_attempt(run_id, attempt.n)
     return attempt
 
@@ -209,22 +208,27 @@ def _finish_done(run_id: uuid.UUID, n: int, summary: RunSummary, text: str) -> M
         content=text,
         sources=[s.model_dump(mode="json") for s in summary.sources],
     )
-    run.answer = answer
-    run.status = ResearchRun.Status.DONE
-    run.finished_at = timezone.now()
-    run.lease_expires_at = None
-    _record_summary(run, summary)
-    run.save()
+    _close(run, ResearchRun.Status.DONE, answer, summary)
     return answer
 
 
-def _record_summary(run: ResearchRun, summary: RunSummary) -> None:
-    run.mode = summary.mode
-    run.plan = summary.plan
-    run.rounds = summary.rounds
-    run.timings = summary.timings
-    run.usage = summary.usage.model_dump(mode="json")
-    run.signals = summary.signals
+def _close(
+    run: ResearchRun, status: str, answer: Message | None, summary: RunSummary | None, error: dict | None = None
+) -> None:
+    """The run's final row: its outcome, and what the router reported it did and cost."""
+    run.answer = answer
+    run.status = status
+    run.error = error
+    run.finished_at = timezone.now()
+    run.lease_expires_at = None
+    if summary is not None:
+        run.mode = summary.mode
+        run.plan = summary.plan
+        run.rounds = summary.rounds
+        run.timings = summary.timings
+        run.usage = summary.usage.model_dump(mode="json")
+        run.signals = summary.signals
+    run.save()
 
 
 @transaction.atomic
@@ -245,14 +249,7 @@ def _finish_failed(
             sources=sources,
             status=Message.Status.INCOMPLETE,
         )
-    run.answer = answer
-    run.status = failure.status
-    run.error = {"code": failure.code, "message": failure.message}
-    run.finished_at = timezone.now()
-    run.lease_expires_at = None
-    if failure.summary is not None:
-        _record_summary(run, failure.summary)
-    run.save()
+    _close(run, failure.status, answer, failure.summary, {"code": failure.code, "message": failure.message})
     return True, answer
 
 
