@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Min, QuerySet
+from django.db.models import Count, Min, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django_ratelimit.core import get_usage
@@ -155,14 +155,16 @@ def _age_s(since: datetime | None, now: datetime) -> float | None:
 
 async def admission_status() -> AdmissionStatus:
     now = timezone.now()
-    queued = ResearchRun.objects.filter(status=ResearchRun.Status.QUEUED)
-    running = ResearchRun.objects.filter(status=ResearchRun.Status.RUNNING)
-    oldest_queued = (await queued.aaggregate(at=Min("created_at")))["at"]
-    oldest_running = (await running.aaggregate(at=Min("started_at")))["at"]
+    queued = await ResearchRun.objects.filter(status=ResearchRun.Status.QUEUED).aaggregate(
+        n=Count("pk"), oldest=Min("created_at")
+    )
+    running = await ResearchRun.objects.filter(status=ResearchRun.Status.RUNNING).aaggregate(
+        n=Count("pk"), oldest=Min("started_at")
+    )
     return AdmissionStatus(
-        runs=RunCounts(queued=await queued.acount(), running=await running.acount()),
-        oldest_queued_s=_age_s(oldest_queued, now),
-        oldest_running_s=_age_s(oldest_running, now),
+        runs=RunCounts(queued=queued["n"], running=running["n"]),
+        oldest_queued_s=_age_s(queued["oldest"], now),
+        oldest_running_s=_age_s(running["oldest"], now),
         limits=AdmissionLimits(
             rate=settings.CHAT_RATE_LIMIT,
             api_rate=settings.CHAT_API_RATE_LIMIT,
