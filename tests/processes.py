@@ -9,10 +9,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
+import pytest
 from django.conf import settings
 from django.db import connection
 
@@ -32,6 +35,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], deadline_s: float = 30) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail(f"nothing listened on 127.0.0.1:{port}")
 
 
 @dataclass
@@ -77,6 +92,16 @@ class AppProcesses:
                 process.send_signal(signal.SIGKILL)
         for process in self.started:
             process.wait(timeout=10)
+
+
+@contextmanager
+def running_apps(**env: str) -> Iterator[AppProcesses]:
+    """App processes with the test's environment and `env`, every one of them stopped at the end."""
+    apps = AppProcesses(app_environment(**env))
+    try:
+        yield apps
+    finally:
+        apps.stop_all()
 
 
 def app_environment(**overrides: str) -> dict[str, str]:

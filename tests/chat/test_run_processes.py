@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from chat.models import Message, ResearchRun
 from tests.datascraper.research_support import gaps, is_analysis, is_gap_report, script_analysis, script_gaps, sub
 from tests.fakes.openai_server import TextReply, has_web_search
-from tests.processes import AppProcesses, app_environment
+from tests.processes import running_apps
 from tests.sse import parse_frames, read_events
 
 pytestmark = [
@@ -35,9 +35,8 @@ LONG_ANSWER = [f"Sentence {n} of a long answer about Apple's quarter [1]." for n
 
 @pytest.fixture
 def processes(fake_openai, api_key):
-    apps = AppProcesses(app_environment(RUNS_BACKEND="queue", RUNS_LEASE_SECONDS="1.5"))
-    yield apps
-    apps.stop_all()
+    with running_apps(RUNS_BACKEND="queue", RUNS_LEASE_SECONDS="1.5") as apps:
+        yield apps
 
 
 def client(url: str, api_key: str) -> httpx2.AsyncClient:
@@ -59,6 +58,13 @@ async def ask(api, mode: str = "research") -> dict:
     )
     assert response.status_code == 202, response.text
     return response.json()
+
+
+async def answer_under_way(api) -> dict:
+    """Ask, and return once the answer is streaming (a dozen events in)."""
+    accepted = await ask(api)
+    await read_events(api, accepted["events_url"], stop_after=12)
+    return accepted
 
 
 async def until(predicate, timeout: float = 30, interval: float = 0.05):
@@ -100,8 +106,7 @@ async def test_a_killed_worker_s_run_is_resumed_from_its_checkpoint_by_another(p
             return (await api.get("/api/status")).json()["workers"] == 2
 
         await until(two_workers_alive, timeout=15, interval=0.2)
-        accepted = await ask(api)
-        await read_events(api, accepted["events_url"], stop_after=12)  # the answer is streaming
+        accepted = await answer_under_way(api)
         os.kill(await running_on(accepted["run_id"]), signal.SIGKILL)
 
         events = await read_events(api, accepted["events_url"])
@@ -125,8 +130,7 @@ async def test_a_worker_told_to_stop_hands_its_run_over(processes, fake_openai, 
     _, url = processes.web()
     first = processes.worker(grace=0.5)
     async with client(url, api_key) as api:
-        accepted = await ask(api)
-        await read_events(api, accepted["events_url"], stop_after=12)
+        accepted = await answer_under_way(api)
         assert await running_on(accepted["run_id"]) == first.pid
         processes.worker()
         first.send_signal(signal.SIGTERM)
@@ -165,8 +169,7 @@ async def test_a_cancel_sent_to_another_web_process_reaches_the_worker_at_once(p
     _, url_b = processes.web()
     processes.worker()
     async with client(url_a, api_key) as api_a, client(url_b, api_key) as api_b:
-        accepted = await ask(api_a)
-        await read_events(api_a, accepted["events_url"], stop_after=12)
+        accepted = await answer_under_way(api_a)
         started = time.monotonic()
         assert (await api_b.post(f"/api/runs/{accepted['run_id']}/cancel")).status_code == 202
         events = await read_events(api_a, accepted["events_url"])
@@ -183,8 +186,7 @@ async def test_a_cancel_for_a_run_whose_worker_is_gone_ends_it_at_once(processes
     _, url = processes.web()
     processes.worker()
     async with client(url, api_key) as api:
-        accepted = await ask(api)
-        await read_events(api, accepted["events_url"], stop_after=12)
+        accepted = await answer_under_way(api)
         os.kill(await running_on(accepted["run_id"]), signal.SIGKILL)
         await asyncio.sleep(0.2)  # the kernel closes the dead worker's Redis connection
 
@@ -203,8 +205,7 @@ async def test_a_frozen_worker_resumed_after_losing_its_run_publishes_nothing(pr
     processes.worker()
     processes.worker()
     async with client(url, api_key) as api:
-        accepted = await ask(api)
-        await read_events(api, accepted["events_url"], stop_after=12)
+        accepted = await answer_under_way(api)
         frozen = await running_on(accepted["run_id"])
         os.kill(frozen, signal.SIGSTOP)
         try:
@@ -220,23 +221,19 @@ async def test_a_frozen_worker_resumed_after_losing_its_run_publishes_nothing(pr
 
 
 async def test_a_run_that_used_up_its_attempts_ends_with_an_error_without_anyone_looking(fake_openai, api_key):
-    apps = AppProcesses(app_environment(RUNS_BACKEND="queue", RUNS_LEASE_SECONDS="1.5", RUNS_MAX_ATTEMPTS="1"))
-    try:
-        script_research(fake_openai, synthesis_delay=0.1)
+    script_research(fake_openai, synthesis_delay=0.1)
+    with running_apps(RUNS_BACKEND="queue", RUNS_LEASE_SECONDS="1.5", RUNS_MAX_ATTEMPTS="1") as apps:
         _, url = apps.web()
         apps.worker()
         apps.worker()
         async with client(url, api_key) as api:
-            accepted = await ask(api)
-            await read_events(api, accepted["events_url"], stop_after=12)
+            accepted = await answer_under_way(api)
             os.kill(await running_on(accepted["run_id"]), signal.SIGKILL)
 
             async def ended():
                 return await ResearchRun.objects.filter(pk=accepted["run_id"], status="error").afirst()
 
             run = await until(ended, timeout=15)
-    finally:
-        apps.stop_all()
     assert run.error["code"] == "interrupted"
 
 

@@ -12,7 +12,7 @@ import pytest
 from chat.models import Message, ResearchRun
 from tests.chat.test_run_processes import ask, client
 from tests.fakes.openai_server import TextReply
-from tests.processes import AppProcesses, app_environment
+from tests.processes import running_apps
 from tests.sse import read_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
@@ -22,9 +22,8 @@ LONG_ANSWER = [f"Sentence {n} of a long answer." for n in range(60)]
 
 @pytest.fixture
 def processes(fake_openai, api_key):
-    apps = AppProcesses(app_environment(RUNS_BACKEND="inprocess", RUNS_LEASE_SECONDS="1"))
-    yield apps
-    apps.stop_all()
+    with running_apps(RUNS_BACKEND="inprocess", RUNS_LEASE_SECONDS="1") as apps:
+        yield apps
 
 
 async def test_sigterm_ends_the_streams_at_once_and_the_lost_run_is_ended_with_what_it_streamed(

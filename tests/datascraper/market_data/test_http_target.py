@@ -20,7 +20,7 @@ from datascraper.market_data.client import (
 )
 from datascraper.market_data.errors import MarketDataUnavailable
 from tests.datascraper.market_data.support import launcher_parameters
-from tests.datascraper.market_data.test_stdio import free_port, wait_for_port
+from tests.processes import free_port, wait_for_port
 
 
 @pytest.fixture

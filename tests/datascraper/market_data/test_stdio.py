@@ -6,10 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from datascraper.market_data.client import (
 from datascraper.market_data.errors import MarketDataUnavailable
 from tests.datascraper.market_data.support import ERROR_CASES, launcher_parameters
 from tests.datascraper.market_data.test_tools import TOOL_CALLS, error_of
+from tests.processes import free_port, wait_for_port
 
 
 def read_pid(pid_file: Path) -> int:
@@ -137,25 +136,6 @@ async def test_a_server_dying_mid_call_twice_gives_a_named_error(stdio_client: M
         await stdio_client.call_tool("get_quote", {"symbol": "CRASH"})
 
     assert caught.value.message == "The market data server stopped again after a restart."
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], deadline_s: float = 30) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the HTTP server exited"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    pytest.fail(f"nothing listened on 127.0.0.1:{port}")
 
 
 async def test_the_server_answers_over_streamable_http_on_localhost() -> None:
