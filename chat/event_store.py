@@ -12,6 +12,9 @@ Two stores behind one interface:
 - `RedisEventStore` (whenever `REDIS_URL` is set): a Redis Stream per run and a small hash holding the
   fence. An append is one Lua script (fence check, next id, XADD, wake-up PUBLISH): no SQL at all. A read
   is one XRANGE. Events expire `REDIS_EVENTS_TTL` after the run's last one.
+
+Either way the wake-up carries the stored event itself (id, type, JSON), so a stream that is up to date
+sends it without reading the store again (`chat.events`).
 """
 
 from __future__ import annotations
@@ -59,8 +62,9 @@ class EventStore(Protocol):
     async def open_attempt(self, run_id: uuid.UUID, attempt: int) -> None:
         """Fence out every attempt before `attempt` (the run's row already names it)."""
 
-    async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data: dict, *, final: bool) -> int:
-        """Store one event and return its id; `final` closes the log. Raises `EventRejected`."""
+    async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data_json: str, *, final: bool) -> int:
+        """Store one event (its data already `encode`d) and return its id; `final` closes the log.
+        Raises `EventRejected`."""
 
     async def read_after(self, run_id: uuid.UUID, last_id: int, limit: int = READ_BATCH) -> list[RunEventRecord]:
         """Events with ids above `last_id`, in order, at most `limit`."""
@@ -89,8 +93,8 @@ class DatabaseEventStore:
     async def open_attempt(self, run_id: uuid.UUID, attempt: int) -> None:
         return None  # the run row is the fence, and the attempt was taken on it
 
-    async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data: dict, *, final: bool) -> int:
-        return await db_call(self._append, run_id, attempt, event_type, encode(data), final)
+    async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data_json: str, *, final: bool) -> int:
+        return await db_call(self._append, run_id, attempt, event_type, data_json, final)
 
     @classmethod
     @transaction.atomic
@@ -146,7 +150,7 @@ redis.call('XADD', KEYS[2], seq .. '-1', 't', ARGV[2], 'd', ARGV[3])
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'closed', '1') end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
-redis.call('PUBLISH', ARGV[6], cjson.encode({channel = ARGV[7], event_type = ARGV[2], data = '', pub_id = tostring(seq)}))
+redis.call('PUBLISH', ARGV[6], cjson.encode({channel = ARGV[7], event_type = ARGV[2], data = ARGV[3], pub_id = tostring(seq)}))
 return seq
 """
 
@@ -171,14 +175,14 @@ class RedisEventStore:
         fence, _ = self._keys(run_id)
         await redis_client().eval(_OPEN_ATTEMPT, 1, fence, attempt, REDIS_EVENTS_TTL)
 
-    async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data: dict, *, final: bool) -> int:
+    async def append(self, run_id: uuid.UUID, attempt: int, event_type: str, data_json: str, *, final: bool) -> int:
         seq = await redis_client().eval(
             _APPEND,
             2,
             *self._keys(run_id),
             attempt,
             event_type,
-            encode(data),
+            data_json,
             "1" if final else "0",
             REDIS_EVENTS_TTL,
             WAKE_UP_CHANNEL,

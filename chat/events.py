@@ -1,10 +1,12 @@
 """Where run events leave the server: publishing a run's events, and the SSE stream of one run.
 
 Every event is stored (`chat.event_store`) before anyone is woken, so storage is the source of truth.
-The stream is our own loop: it reads stored events strictly after the last id it sent and uses
-django-eventstream's listener queue only as a wake-up, which is what makes delivery exactly-once and in
-order for late subscribers and for resumes alike. With Redis, django-eventstream's per-process Redis
-listener carries the wake-ups between processes and a watcher costs one Redis read per wake-up, no SQL.
+The stream is our own loop: it sends stored events strictly after the last id it sent, which is what
+makes delivery exactly-once and in order for late subscribers and for resumes alike. A wake-up (through
+django-eventstream's listener queue) carries the stored event, so a stream that is up to date sends it
+as it is; one that missed anything (a lost or overflowing wake-up, a late start) reads the store. With
+Redis, django-eventstream's per-process Redis listener carries the wake-ups between processes: a watcher
+costs no SQL, and no Redis read while it keeps up.
 
 A web process told to stop (SIGTERM, as in a deploy) ends its streams at once without a terminal event:
 browsers reconnect by themselves, with `Last-Event-ID`, to a process that stays.
@@ -22,7 +24,7 @@ from django_eventstream.event import Event
 from django_eventstream.utils import sse_encode_event
 from django_eventstream.views import Listener, get_listener_manager
 
-from chat.event_store import READ_BATCH, EventRejected, RunEventRecord, get_event_store
+from chat.event_store import READ_BATCH, EventRejected, RunEventRecord, encode, get_event_store
 from chat.models import run_channel
 
 
@@ -46,10 +48,11 @@ async def publish(run_id: uuid.UUID, attempt: int, event_type: str, data: dict, 
     """Store one event of `attempt` and wake the run's streams. Raises `EventRejected` when the attempt
     no longer answers the run, or when the run's final event is already out."""
     store = get_event_store()
-    seq = await store.append(run_id, attempt, event_type, data, final=final)
+    data_json = encode(data)
+    seq = await store.append(run_id, attempt, event_type, data_json, final=final)
     if not store.wakes_other_processes:
         channel = run_channel(run_id)
-        get_listener_manager().add_to_queues(channel, Event(channel, event_type, {}, id=seq))
+        get_listener_manager().add_to_queues(channel, Event(channel, event_type, data_json, id=seq))
     return seq
 
 
@@ -111,6 +114,37 @@ def _drain_event() -> asyncio.Event:
 # --- the stream ----------------------------------------------------------------------------------------
 
 
+class _StreamListener(Listener):
+    """A stream's wake-up. Woken from its own event loop (a publish in this process, or the Redis
+    listener's task) it is set at once: the library's `call_soon_threadsafe` costs a write to the loop's
+    self-pipe and another turn of the loop for every event."""
+
+    def wake_threadsafe(self) -> None:
+        try:
+            on_own_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:  # a thread without a loop
+            on_own_loop = False
+        if on_own_loop:
+            self.aevent.set()
+        else:
+            super().wake_threadsafe()
+
+
+def _following(queued: list[Event], last_id: int) -> list[RunEventRecord] | None:
+    """The queued wake-ups as records, when they are exactly the events after `last_id` (older ones are
+    skipped); None when one is missing or carries no data (an older publisher): then the store is read."""
+    records: list[RunEventRecord] = []
+    for event in sorted(queued, key=lambda event: int(event.id)):
+        n = int(event.id)
+        if n <= last_id:
+            continue
+        if n != last_id + 1 or not isinstance(event.data, str) or not event.data:
+            return None
+        records.append(RunEventRecord(n, event.type, event.data))
+        last_id = n
+    return records or None
+
+
 async def iter_run_events(
     run_id: uuid.UUID, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
 ) -> AsyncIterator[RunEventRecord | None]:
@@ -120,20 +154,25 @@ async def iter_run_events(
     store = get_event_store()
     channel = run_channel(run_id)
     draining = _drain_event()
-    listener = Listener()
+    listener = _StreamListener()
     listener.channels = {channel}
     listener.assign_loop()
     manager = get_listener_manager()
     manager.add_listener(listener)
     try:
         while not draining.is_set():
-            # Forget queued wake-ups before reading: anything published from here on is either in the
-            # read below or sets the event again, so nothing is missed and nothing is sent twice.
+            # Take the queued wake-ups before reading: anything published from here on is either in the
+            # read below or sets the event again, so nothing is missed; ids at or below `last_id` are
+            # skipped, so nothing is sent twice.
             with manager.lock:
+                queued = listener.channel_items.get(channel, [])
+                overflowed = listener.overflow
                 listener.aevent.clear()
                 listener.channel_items = {}
                 listener.overflow = False
-            events = await store.read_after(run_id, last_id)
+            events = None if overflowed else _following(queued, last_id)
+            if events is None:
+                events = await store.read_after(run_id, last_id)
             for event in events:
                 last_id = event.id
                 yield event

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from contextlib import aclosing
 from datetime import date
 
+import httpx2
+import openai
 import pytest
 
 from datascraper import prompts
@@ -275,6 +278,32 @@ async def test_failure_events_raise_named_errors_with_partial_text(fake_openai, 
         await collect(stream)
 
     assert stream.result.text == "Apple's re"
+    assert not stream.result.complete
+
+
+async def test_an_event_that_is_not_json_raises_stream_interrupted_with_the_partial_text(monkeypatch):
+    # The fake server only speaks valid JSON: a transport of our own sends the broken frame.
+    frames = [
+        {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress"}},
+        {"type": "response.output_text.delta", "sequence_number": 1, "delta": "Apple grew 8%."},
+    ]
+    body = b"".join(f"event: {f['type']}\ndata: {json.dumps(f)}\n\n".encode() for f in frames)
+    body += b"event: response.output_text.delta\ndata: {not json\n\n"
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = openai.AsyncOpenAI(
+        api_key="test", base_url="http://openai.test/v1", max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer)),
+    )
+    monkeypatch.setattr("datascraper.openai_search.get_openai_client", lambda: client)
+    stream = WebSearchStream("q")
+
+    with pytest.raises(StreamInterrupted):
+        await collect(stream)
+
+    assert stream.result.text == "Apple grew 8%."
     assert not stream.result.complete
 
 
