@@ -7,14 +7,17 @@ session cookie cannot act on anyone's data, so it simply starts a new anonymous 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, HttpResponseForbidden
+from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware, get_token
 
 from chat.services.api_keys import authenticate_api_key
+
+csrf_log = logging.getLogger("django.security.csrf")  # where Django's own middleware logs its refusals
 
 
 class AuthenticationFailed(Exception):
@@ -51,16 +54,31 @@ def bearer_token(request: HttpRequest) -> str | None:
     return token.strip() or ""
 
 
+class _CsrfCheck(CsrfViewMiddleware):
+    """Django's own CSRF check (token, cookie, Origin and Referer), answering with its reason instead of
+    its HTML failure page, as Django REST framework's session authentication does."""
+
+    def _reject(self, request: HttpRequest, reason: str) -> str:  # type: ignore[override]
+        csrf_log.warning("Forbidden (%s): %s", reason, request.path)
+        return reason
+
+
 def _check_csrf(request: HttpRequest) -> None:
+    """The API views are exempt from the global middleware, so that bearer callers need no token; the
+    check runs here instead, for cookie callers only."""
     if request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
         return
     if settings.SESSION_COOKIE_NAME not in request.COOKIES:
         return
     request.csrf_processing_done = False
-    middleware = CsrfViewMiddleware(lambda r: HttpResponseForbidden())
-    middleware.process_request(request)
-    if middleware.process_view(request, lambda r: None, (), {}) is not None:
-        raise CsrfFailed("CSRF verification failed: send the csrftoken cookie's value as X-CSRFToken.")
+    check = _CsrfCheck(lambda r: None)
+    check.process_request(request)
+    reason = check.process_view(request, lambda r: None, (), {})
+    if reason is not None:
+        raise CsrfFailed(
+            f"CSRF check failed: {reason} A browser session sends the csrftoken cookie's value (set by GET /) "
+            "as the X-CSRFToken header; other clients use 'Authorization: Bearer <key>'."
+        )
 
 
 def _session_caller(request: HttpRequest) -> Caller:

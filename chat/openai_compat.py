@@ -358,10 +358,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             429, refused.message, type="rate_limit_error", code=refused.code, retry_after_s=refused.retry_after_s
         ) from refused
     try:
-        run = await sync_to_async(start_completion)(caller, history=history, question=question, mode=body.mode)
+        run = await _store_and_start(caller, history=history, question=question, mode=body.mode)
     except QueueUnavailable as exc:
         raise OpenAIError(503, "The question could not be queued; ask again.", type="server_error", code="queue_unavailable") from exc
-    start_run(run.id)
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)
@@ -384,6 +383,26 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+async def _store_and_start(caller: Caller, *, history: list[ChatTurn], question: str, mode: Mode) -> ResearchRun:
+    """Store the conversation and its run, then start the run.
+
+    A client that hangs up meanwhile cancels this task, but the database thread still commits: the run
+    it stored is then ended at once, instead of being left queued (or answered by a worker) for nobody.
+    """
+    storing = asyncio.ensure_future(
+        sync_to_async(start_completion)(caller, history=history, question=question, mode=mode)
+    )
+    try:
+        run = await asyncio.shield(storing)
+    except asyncio.CancelledError:
+        await asyncio.wait({storing})
+        if storing.exception() is None:
+            await _abandon(storing.result())
+        raise
+    start_run(run.id)
+    return run
 
 
 async def _complete(pieces: AsyncGenerator[AnswerPiece, None], completion_id: str, created: int) -> HttpResponse:
@@ -470,8 +489,9 @@ async def _stream(
         logger.exception("completion stream %s failed", completion_id)
         yield _frame(OpenAIError(500, "Something went wrong on our side.", type="server_error").body)
     finally:
-        # Reached early if the server closes or cancels this generator: the run must not go on being
-        # paid for. (Under uvicorn a streaming client that hangs up is not noticed until the run ends.)
+        # Reached early when the client hangs up (Django's ASGI handler hears `http.disconnect` while it
+        # streams, cancels the response and closes this generator) or the server stops: the run must not
+        # go on being paid for.
         if not ended:
             await _abandon(run)
         await pieces.aclose()

@@ -7,6 +7,8 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
+from chat.schemas import MAX_QUESTION_CHARS
+
 # Defence in depth behind DOMPurify: even markup that slipped through could not run a script, load one
 # from elsewhere, or send data anywhere but this server. Images from answers are not loaded at all.
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -27,8 +29,14 @@ CONTENT_SECURITY_POLICY = "; ".join(
 @require_GET
 @ensure_csrf_cookie
 def index(request: HttpRequest) -> HttpResponse:
-    """The page sends the `csrftoken` cookie's value as `X-CSRFToken`, so the cookie must be set here."""
-    response = render(request, "chat/index.html")
+    """The page sends the `csrftoken` cookie's value as `X-CSRFToken`, so the cookie must be set here.
+
+    The anonymous session starts here too: the page's first API calls run concurrently, and if each of
+    them started its own session, the last cookie set would win and orphan what the others created.
+    """
+    if request.session.session_key is None:
+        request.session.save()
+    response = render(request, "chat/index.html", {"max_question_chars": MAX_QUESTION_CHARS})
     response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response["Referrer-Policy"] = "same-origin"
     return response

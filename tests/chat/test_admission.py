@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -15,19 +14,6 @@ from tests.chat.test_runs import ask, wait_finished
 from tests.fakes.openai_server import TextReply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-@pytest.fixture
-def limits(settings):
-    """Set admission limits for one test. The counters get a fresh cache prefix, so nothing counted by
-    another test (or another run sharing the Redis database) is seen, and no cache needs clearing."""
-    settings.RATELIMIT_CACHE_PREFIX = f"rl:test-{uuid.uuid4().hex}:"
-
-    def set_limits(**values: object) -> None:
-        for name, value in values.items():
-            setattr(settings, name, value)
-
-    return set_limits
-
 
 @pytest.fixture
 async def settled(api, fake_openai):

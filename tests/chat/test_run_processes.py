@@ -181,6 +181,35 @@ async def test_a_cancel_sent_to_another_web_process_reaches_the_worker_at_once(p
     assert run.status == "cancelled"
 
 
+async def test_a_streaming_v1_client_that_hangs_up_cancels_its_run_on_the_worker(processes, fake_openai, api_key):
+    script_research(fake_openai, synthesis_delay=0.1)
+    _, url = processes.web()
+    processes.worker()
+    body = {"model": "finance-research", "messages": [{"role": "user", "content": "How did Apple do?"}],
+            "mode": "research", "stream": True}
+    async with client(url, api_key) as api:
+        async with api.stream("POST", "/v1/chat/completions", json=body) as response:
+            async for line in response.aiter_lines():
+                if '"content":"Sentence 0' in line:
+                    break  # leaving the block closes the connection with the stream unread
+
+    async def finished():
+        run = await ResearchRun.objects.aget()
+        return run.is_finished and run
+
+    run = await until(finished, timeout=10)
+    assert run.status == "cancelled"
+    [synthesis] = [r for r in fake_openai.requests if getattr(r.reply, "sentences", None) == LONG_ANSWER]
+
+    async def synthesis_ended():
+        return synthesis.ended_at is not None
+
+    await until(synthesis_ended, timeout=5)
+    assert synthesis.client_closed, "the worker should close the synthesis stream at once"
+    partial = await Message.objects.aget(pk=run.answer_id)
+    assert partial.status == "incomplete" and partial.content.startswith("Sentence 0")
+
+
 async def test_a_cancel_for_a_run_whose_worker_is_gone_ends_it_at_once(processes, fake_openai, api_key):
     script_research(fake_openai, synthesis_delay=0.1)
     _, url = processes.web()

@@ -8,8 +8,10 @@ Skipped where Chromium or the playwright package is missing.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 
 from chat import views
 from chat.models import ResearchRun
-from chat.services import runs
+from chat.services import leases, runs
 from datascraper.schemas import (
     DeltaEvent,
     PlanEvent,
@@ -103,7 +105,12 @@ class Gate:
             await asyncio.sleep(0.02)
 
 
-Step = ResearchEvent | Gate
+class HandOver:
+    """The process answering the run hands it over here, as a worker told to stop does; the run's next
+    attempt (started here too) goes on with the steps after this one."""
+
+
+Step = ResearchEvent | Gate | HandOver
 
 
 @pytest.fixture
@@ -111,18 +118,32 @@ def scripted_router(monkeypatch) -> Iterator[Callable[..., None]]:
     """`scripted_router(event, gate, event, ...)`: runs started by the app replay these steps."""
     gates: list[Gate] = []
     execute_run = runs.execute_run
+    next_attempts: set[asyncio.Task] = set()
 
     def use(*steps: Step) -> None:
         gates.extend(step for step in steps if isinstance(step, Gate))
+        remaining = iter(steps)  # shared by a run's attempts: a resumed one goes on where the last stopped
 
         async def research(query: ResearchQuery, resume_from: dict | None = None) -> AsyncIterator[ResearchEvent]:
-            for step in steps:
+            for step in remaining:
                 if isinstance(step, Gate):
                     await step.wait()
+                elif isinstance(step, HandOver):
+                    [handle] = leases.local_handles()
+                    handle.stop("hand_over")
+                    await asyncio.Event().wait()  # cancelled by the hand-over
                 else:
                     yield step
 
-        monkeypatch.setattr(runs, "execute_run", lambda run_id: execute_run(run_id, research=research))
+        async def hand_over(run_id: uuid.UUID) -> None:
+            task = asyncio.get_running_loop().create_task(execute(run_id))
+            next_attempts.add(task)
+            task.add_done_callback(next_attempts.discard)
+
+        def execute(run_id: uuid.UUID):
+            return execute_run(run_id, research=research, hand_over=hand_over)
+
+        monkeypatch.setattr(runs, "execute_run", execute)
 
     yield use
     for gate in gates:
@@ -214,7 +235,10 @@ def test_answer_streams_in_with_rendered_markdown_citations_and_sources(page, fa
     assert answer.get_attribute("data-state") == "done"
     assert answer.locator(".answer").inner_text() == "Apple grew revenue 6%. [1] Services reached a record. [2]"
     assert answer.locator(".answer strong").inner_text() == "Apple"
-    assert answer.locator(".phase-label").inner_text(), "the phase the run went through is shown"
+    process = answer.locator("details.process")
+    assert process.get_attribute("open") is None, "the process steps aside once the answer is written"
+    assert process.locator(".process-summary").is_visible()
+    assert process.locator(".phase-label").text_content(), "the phase the run went through is kept in the panel"
     citation = answer.locator(".answer a.citation").first
     assert citation.inner_text() == "[1]"
     assert citation.get_attribute("href") == "https://www.reuters.com/apple-q4"
@@ -261,6 +285,7 @@ def test_phases_and_sub_question_progress_are_shown_live(page, scripted_router):
 
     researching.open()
     wait_until_finished(answer)
+    answer.locator(".process-summary").click()
     assert q2.get_attribute("data-state") == "fallback"
     assert answer.locator(".phases li.current").inner_text() == "synthesizing"
     assert answer.locator(".rounds li").all_inner_texts() == ["Round 1: complete"]
@@ -460,3 +485,334 @@ def test_earlier_conversation_reopens_with_its_rendered_answer(page, scripted_ro
     sync_api.expect(answer.locator(".answer")).to_have_text("Revenue was $391B [1].")
     assert answer.locator(".answer a.citation").get_attribute("href") == SOURCE_1.url
     assert answer.locator(".sources li a").all_inner_texts() == ["Apple 10-K"]
+
+
+# --- layout: the composer and the research process ----------------------------------------------------
+
+
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+RESEARCH_QUESTION = "Compare Apple's and Microsoft's revenue growth over the last three quarters."
+RESEARCH_PLAN = PlanEvent(
+    needs_decomposition=True,
+    sub_questions=[
+        PlannedSubQuestion(id="q1", question="Apple's quarterly revenue, last three quarters", type="numerical", route="market_data"),
+        PlannedSubQuestion(id="q2", question="Microsoft's quarterly revenue, last three quarters", type="numerical", route="market_data"),
+        PlannedSubQuestion(id="q3", question="What drove Apple's Services growth?", type="qualitative", route="web_search"),
+        PlannedSubQuestion(id="q4", question="Whose growth is more durable, and why?", type="analytical", route="synthesis"),
+    ],
+)
+FOLLOW_UP = PlannedSubQuestion(
+    id="q5", question="How fast did Azure grow in the latest quarter?", type="qualitative", route="web_search"
+)
+RESEARCH_SOURCES = [
+    Source(n=1, title="AAPL income statement (quarterly)", url="https://finance.yahoo.com/quote/AAPL/financials", kind="market_data"),
+    Source(n=2, title="MSFT income statement (quarterly)", url="https://finance.yahoo.com/quote/MSFT/financials", kind="market_data"),
+    Source(n=3, title="Apple's Services hit a record - Reuters", url="https://www.reuters.com/technology/apple-services", kind="web"),
+    Source(n=4, title="Microsoft FY25 Q4 earnings release", url="https://www.microsoft.com/en-us/investor/earnings", kind="web"),
+]
+RESEARCH_ANSWER = [
+    "## Revenue growth over the last three quarters\n\n",
+    "Microsoft grew faster than Apple in each of the last three quarters [1][2]. ",
+    "Apple's growth came mostly from Services, which reached a record [3]; ",
+    "Microsoft's from Azure, up 39% in the latest quarter [4].\n\n",
+    "| Quarter | Apple revenue | Apple YoY | Microsoft revenue | Microsoft YoY |\n"
+    "|---|---:|---:|---:|---:|\n"
+    "| Q4 2024 | $124.3B | 4.0% | $69.6B | 12.3% |\n"
+    "| Q1 2025 | $95.4B | 5.1% | $70.1B | 13.3% |\n"
+    "| Q2 2025 | $94.0B | 9.6% | $76.4B | 18.1% |\n\n",
+    "**Durability.** Microsoft's growth rests on cloud contracts that renew [4]; Apple's on an installed base "
+    "that keeps paying for Services [3]. Both are recurring; Microsoft's is growing faster from a smaller base.\n\n",
+]
+
+
+def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int = 0) -> list[Step]:
+    """A two-round research run with an analytical sub-question; `answer_paragraphs` lengthens the answer."""
+    extra = [f"Further detail, paragraph {i + 1}: revenue, margins and guidance compared [1][2].\n\n" for i in range(answer_paragraphs)]
+    return [
+        StatusEvent(phase="analyzing", label="Analyzing the question"),
+        RESEARCH_PLAN,
+        StatusEvent(phase="researching", label="Researching 3 sub-questions", detail="Round 1"),
+        StepEvent(sub_question_id="q1", state="started", route="market_data"),
+        StepEvent(sub_question_id="q2", state="started", route="market_data"),
+        StepEvent(sub_question_id="q3", state="started", route="web_search"),
+        StepEvent(sub_question_id="q1", state="done", route="market_data", elapsed_ms=140),
+        StepEvent(sub_question_id="q2", state="done", route="market_data", elapsed_ms=160),
+        StepEvent(sub_question_id="q3", state="done", route="web_search", elapsed_ms=2300),
+        StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 1"),
+        RoundEvent(n=1, complete=False, gaps=["Azure's growth in the latest quarter"], follow_ups=[FOLLOW_UP.question]),
+        PlanEvent(needs_decomposition=True, sub_questions=[*RESEARCH_PLAN.sub_questions, FOLLOW_UP]),
+        StatusEvent(phase="researching", label="Researching 1 sub-question", detail="Round 2"),
+        StepEvent(sub_question_id="q5", state="started", route="web_search"),
+        StepEvent(sub_question_id="q5", state="done", route="web_search", elapsed_ms=1900),
+        StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 2"),
+        RoundEvent(n=2, complete=True),
+        StatusEvent(phase="synthesizing", label="Writing the answer", detail="From 4 findings and 4 sources"),
+        *([before_answer] if before_answer else []),
+        *(DeltaEvent(text=text) for text in RESEARCH_ANSWER + extra),
+        SourcesEvent(sources=RESEARCH_SOURCES),
+        RunSummary(mode="research", answer="", sources=RESEARCH_SOURCES),
+    ]
+
+
+def in_viewport(locator: sync_api.Locator) -> bool:
+    """Wholly inside the window, and on top there (not covered by anything)."""
+    return locator.evaluate(
+        """(el) => {
+            const box = el.getBoundingClientRect();
+            const inside = box.top >= 0 && box.left >= 0 && box.bottom <= innerHeight && box.right <= innerWidth;
+            return inside && el.contains(document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2));
+        }"""
+    )
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_composer_stays_in_view_after_a_long_research_answer(page, scripted_router, viewport):
+    page.set_viewport_size(viewport)
+    scripted_router(*research_events(answer_paragraphs=20))
+
+    answer = ask(page, RESEARCH_QUESTION, mode="research")
+
+    wait_until_finished(answer)
+    assert answer.get_attribute("data-state") == "done"
+    assert in_viewport(page.locator("#question")) and in_viewport(page.locator("#ask"))
+    assert page.evaluate("() => document.scrollingElement.scrollHeight <= innerHeight"), "only the transcript scrolls"
+    transcript = page.locator("#transcript")
+    assert transcript.evaluate("(el) => el.scrollHeight > el.clientHeight"), "the answer is longer than the window"
+    assert in_viewport(answer.locator(".sources")), "the transcript followed the answer to its end"
+    assert answer.locator(".answer table td").first.inner_text() == "Q4 2024"
+    if shots := os.environ.get("CHAT_PAGE_SCREENSHOTS"):
+        # To look at: the question, the top of its answer with the process panel closed, then opened.
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        size = f"{viewport['width']}x{viewport['height']}"
+        page.locator(".turn.user").evaluate("(el) => el.scrollIntoView({block: 'start'})")
+        page.screenshot(path=str(Path(shots) / f"research-answer-{size}.png"))
+        answer.locator(".process-summary").click()
+        page.screenshot(path=str(Path(shots) / f"research-process-{size}.png"))
+
+
+def test_process_panel_collapses_when_the_answer_starts_and_reopens_on_click(page, scripted_router):
+    before_answer, mid_answer = Gate(), Gate()
+    steps = research_events(before_answer=before_answer)
+    first_delta = next(i for i, step in enumerate(steps) if isinstance(step, DeltaEvent))
+    steps.insert(first_delta + 1, mid_answer)
+    scripted_router(*steps)
+
+    answer = ask(page, RESEARCH_QUESTION, mode="research")
+
+    process = answer.locator("details.process")
+    summary = process.locator(".process-summary")
+    sync_api.expect(answer.locator(".phase-label")).to_have_text("Writing the answer — From 4 findings and 4 sources")
+    assert process.get_attribute("open") is not None, "open while the research runs"
+    assert answer.locator('.steps li[data-sub-question-id="q5"] .step-question').is_visible()
+    assert summary.inner_text() == "Research: 2 rounds, 5 sub-questions · Writing the answer"
+
+    before_answer.open()
+    sync_api.expect(answer.locator(".answer h2")).to_have_text("Revenue growth over the last three quarters")
+    assert process.get_attribute("open") is None, "closed at the answer's first delta"
+    assert answer.locator(".steps").is_hidden() and answer.locator(".rounds").is_hidden()
+    assert summary.inner_text() == "Research: 2 rounds, 5 sub-questions"
+    assert answer.get_attribute("data-state") == "running"
+
+    summary.click()
+    assert process.get_attribute("open") is not None
+    assert answer.locator(".rounds li").all_inner_texts() == [
+        "Round 1: gaps: Azure's growth in the latest quarter",
+        "Round 2: complete",
+    ]
+    assert answer.locator(".steps li .step-route").all_inner_texts() == ["market data", "market data", "web", "analysis", "web"]
+    assert answer.locator('.steps li[data-sub-question-id="q3"] .step-time').inner_text() == "2.3 s"
+    mid_answer.open()
+    wait_until_finished(answer)
+    assert process.get_attribute("open") is not None, "a panel opened by the reader stays open"
+
+    summary.click()
+    assert process.get_attribute("open") is None and answer.locator(".steps").is_hidden()
+
+
+def test_analytical_sub_question_is_answered_by_the_synthesis_not_left_pending(page, scripted_router):
+    before_answer, mid_answer = Gate(), Gate()
+    steps = research_events(before_answer=before_answer)
+    first_delta = next(i for i, step in enumerate(steps) if isinstance(step, DeltaEvent))
+    steps.insert(first_delta + 1, mid_answer)
+    scripted_router(*steps)
+
+    answer = ask(page, RESEARCH_QUESTION, mode="research")
+
+    analytical = answer.locator('.steps li[data-sub-question-id="q4"]')
+    sync_api.expect(answer.locator(".phase-label")).to_have_text("Writing the answer — From 4 findings and 4 sources")
+    assert analytical.get_attribute("data-state") == "pending"
+    assert analytical.locator(".step-state").inner_text() == "pending: answered in the synthesis"
+
+    before_answer.open()
+    sync_api.expect(analytical).to_have_attribute("data-state", "started")
+    assert analytical.locator(".step-state").text_content() == "being answered in the synthesis"
+
+    mid_answer.open()
+    wait_until_finished(answer)
+    assert analytical.get_attribute("data-state") == "done"
+    assert analytical.locator(".step-state").text_content() == "answered in the synthesis"
+    states = answer.locator(".steps li").evaluate_all("(items) => items.map((li) => li.dataset.state)")
+    assert states == ["done"] * 5
+
+
+def test_steps_still_open_when_a_run_is_cancelled_are_marked_not_finished(page, scripted_router):
+    never = Gate()
+    scripted_router(
+        StatusEvent(phase="analyzing", label="Analyzing the question"),
+        RESEARCH_PLAN,
+        StatusEvent(phase="researching", label="Researching 3 sub-questions", detail="Round 1"),
+        StepEvent(sub_question_id="q1", state="started", route="market_data"),
+        StepEvent(sub_question_id="q1", state="done", route="market_data", elapsed_ms=140),
+        StepEvent(sub_question_id="q3", state="started", route="web_search"),
+        never,
+        SUMMARY,
+    )
+    answer = ask(page, RESEARCH_QUESTION, mode="research")
+    sync_api.expect(answer.locator('.steps li[data-sub-question-id="q3"]')).to_have_attribute("data-state", "started")
+
+    page.click("#cancel")
+
+    wait_until_finished(answer)
+    assert answer.get_attribute("data-error-code") == "cancelled"
+    states = answer.locator(".steps li").evaluate_all("(items) => items.map((li) => [li.dataset.subQuestionId, li.dataset.state])")
+    assert states == [["q1", "done"], ["q2", "stopped"], ["q3", "stopped"], ["q4", "stopped"]]
+    assert answer.locator('.steps li[data-sub-question-id="q4"] .step-state').inner_text() == "not finished"
+
+
+def test_a_resumed_attempt_discards_the_answer_text_received_before_it(page, scripted_router):
+    scripted_router(
+        StatusEvent(phase="synthesizing", label="Writing the answer"),
+        DeltaEvent(text="Text from the worker that died, "),
+        SourcesEvent(sources=[SOURCE_2]),
+        HandOver(),
+        StatusEvent(phase="synthesizing", label="Writing the answer"),
+        DeltaEvent(text="Revenue was $391B [1]."),
+        SourcesEvent(sources=[SOURCE_1]),
+        SUMMARY,
+    )
+
+    answer = ask(page, "How did Apple do?")
+
+    wait_until_finished(answer)
+    assert answer.get_attribute("data-state") == "done"
+    assert answer.locator(".answer").inner_text() == "Revenue was $391B [1]."
+    assert answer.locator(".sources li a").all_inner_texts() == ["Apple 10-K"]
+    assert answer.locator(".attempt-note").text_content() == "Resumed (attempt 2): the answer is being written again."
+    assert ResearchRun.objects.get().attempt == 2
+
+
+# --- the question box: what cannot be sent, and what the server refuses ---------------------------------
+
+
+@pytest.fixture
+def posts(page) -> list[sync_api.Request]:
+    """Every POST the page makes, in order."""
+    seen: list[sync_api.Request] = []
+    page.on("request", lambda request: seen.append(request) if request.method == "POST" else None)
+    return seen
+
+
+def test_over_long_question_is_not_sent_and_says_its_length(page, posts):
+    question = "  " + "x" * 9000 + "\n"
+
+    page.fill("#question", question)
+
+    hint = page.locator("#question-hint")
+    assert hint.inner_text() == "9,000 characters — the limit is 8,000."
+    assert page.get_attribute("#question", "aria-invalid") == "true"
+    page.click("#ask")
+    sync_api.expect(page.locator("#form-error")).to_have_text(
+        "9,000 characters — the limit is 8,000. Shorten the question to ask it."
+    )
+    assert hint.is_hidden(), "the count is said once"
+    assert page.input_value("#question") == question, "nothing is cut from what was typed"
+    assert posts == []
+    assert page.locator(ANSWER).count() == 0
+
+    page.fill("#question", "x" * 7999)
+    assert hint.inner_text() == "7,999 of 8,000 characters"
+    assert page.locator("#form-error").is_hidden(), "once edited, the live count takes over from the complaint"
+
+
+def test_question_at_the_limit_counted_as_the_api_counts_is_sent(page, scripted_router, posts):
+    """8,000 emoji are 16,000 UTF-16 units in the browser but 8,000 characters to the API: they fit."""
+    scripted_router(DeltaEvent(text="Noted."), SUMMARY)
+    question = "\N{CHART WITH UPWARDS TREND}" * 8000
+
+    page.fill("#question", question)
+    assert page.locator("#question-hint").inner_text() == "8,000 of 8,000 characters"
+    answer = ask(page, question)
+
+    wait_until_finished(answer)
+    assert answer.get_attribute("data-state") == "done"
+    sent = [request for request in posts if request.url.endswith("/messages")]
+    assert len(sent) == 1 and sent[0].post_data_json["content"] == question
+    assert page.locator("#form-error").is_hidden()
+
+
+def test_whitespace_only_question_gets_a_message_and_is_not_sent(page, posts):
+    page.fill("#question", "   \n\t  ")
+    page.click("#ask")
+
+    sync_api.expect(page.locator("#form-error")).to_have_text("Type a question first: this one is empty or only spaces.")
+    assert posts == []
+    assert page.locator(ANSWER).count() == 0
+    assert page.evaluate("() => document.activeElement.id") == "question"
+
+
+def test_question_over_the_rate_is_refused_in_words_and_ask_waits(page, page_errors, scripted_router, limits):
+    limits(CHAT_RATE_LIMIT="1/m")
+    scripted_router(DeltaEvent(text="Revenue was $391B [1]."), SourcesEvent(sources=[SOURCE_1]), SUMMARY)
+    wait_until_finished(ask(page, "How did Apple do?"))
+
+    page.fill("#question", "And Microsoft?")
+    page.click("#ask")
+
+    error = page.locator("#form-error")
+    sync_api.expect(error).to_have_text(re.compile(r"^Too many questions \(the limit is 1/m\); try again in \d+ s\.$"))
+    assert page.locator("#ask").is_disabled(), "Ask waits out the Retry-After"
+    assert page.input_value("#question") == "And Microsoft?", "the refused question stays in the box"
+    assert page.locator(ANSWER).count() == 1
+    page_errors.remove("Failed to load resource: the server responded with a status of 429 (Too Many Requests)")
+
+
+def test_question_past_the_runs_in_flight_is_refused_in_words_until_retry_after(page, page_errors, scripted_router, limits):
+    """Two tabs of one session: the second asks while the first one's answer is still being written."""
+    limits(CHAT_MAX_CONCURRENT_RUNS=1)
+    never = Gate()
+    scripted_router(StatusEvent(phase="synthesizing", label="Writing the answer"), never, SUMMARY)
+    first = ask(page, "How did Apple do?")
+    sync_api.expect(first.locator(".phase-label")).to_have_text("Writing the answer")
+
+    second_tab = page.context.new_page()
+    second_tab.on("console", lambda message: page_errors.append(message.text) if message.type == "error" else None)
+    second_tab.goto("/")
+    second_tab.fill("#question", "And Microsoft?")
+    second_tab.click("#ask")
+
+    sync_api.expect(second_tab.locator("#form-error")).to_have_text(
+        "1 of your answers are already in progress; wait for one to finish, or cancel one."
+    )
+    assert second_tab.locator("#ask").is_disabled()
+    sync_api.expect(second_tab.locator("#ask")).to_be_enabled(timeout=10_000)  # after Retry-After (5 s)
+    assert ResearchRun.objects.count() == 1
+    page.click("#cancel")
+    wait_until_finished(first)
+    page_errors.remove("Failed to load resource: the server responded with a status of 429 (Too Many Requests)")
+
+
+# --- CSRF ---------------------------------------------------------------------------------------------
+
+
+def test_every_post_carries_the_sessions_csrf_token(page, scripted_router, posts):
+    scripted_router(StatusEvent(phase="synthesizing", label="Writing the answer"), Gate(), SUMMARY)
+    answer = ask(page, "How did Apple do?")
+    sync_api.expect(answer.locator(".phase-label")).to_have_text("Writing the answer")
+    page.click("#cancel")
+    wait_until_finished(answer)
+
+    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    assert [request.url.rsplit("/", 1)[-1] for request in posts] == ["conversations", "messages", "cancel"]
+    assert [request.headers.get("x-csrftoken") for request in posts] == [cookie] * 3

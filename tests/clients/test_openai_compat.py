@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import httpx2
 import openai
@@ -313,8 +315,6 @@ async def test_malformed_request_is_a_400_and_stores_nothing(api, body):
 
 
 async def test_a_client_that_times_out_cancels_its_run(api, fake_openai):
-    import asyncio
-
     fake_openai.script(TextReply(ANSWER.sentences, chunk_chars=2, delta_delay=0.1), when=has_web_search)
     body = {"model": "finance-research", "messages": QUESTION, "mode": "quick"}
 
@@ -322,8 +322,66 @@ async def test_a_client_that_times_out_cancels_its_run(api, fake_openai):
         with pytest.raises(httpx2.ReadTimeout):
             await client.post("/v1/chat/completions", json=body, timeout=1.0)
 
-    async with asyncio.timeout(10):
-        while (run := await ResearchRun.objects.aget()).status in ("queued", "running"):
+    assert (await finished_run()).status == "cancelled"
+    [search] = await ended_upstream_requests(fake_openai)  # nobody retried into a second run
+    assert search.client_closed
+
+
+async def finished_run() -> ResearchRun:
+    """The one run, once it has finished (within a few seconds)."""
+    async with asyncio.timeout(5):
+        while (run := await ResearchRun.objects.afirst()) is None or not run.is_finished:
             await asyncio.sleep(0.05)
+    return run
+
+
+async def ended_upstream_requests(fake_openai) -> list[RecordedRequest]:
+    """The fake's requests once each has ended (it notices a closed connection at its next pause)."""
+    async with asyncio.timeout(5):
+        while any(request.ended_at is None for request in fake_openai.requests):
+            await asyncio.sleep(0.05)
+    return fake_openai.requests
+
+
+@pytest.mark.parametrize(
+    ("reply", "hang_up_after"),
+    [
+        (TextReply(ANSWER.sentences, first_byte_delay=30), '"role":"assistant"'),
+        (TextReply(ANSWER.sentences, chunk_chars=2, delta_delay=0.1), '"content":"Ap"'),
+    ],
+    ids=["while-researching", "while-answering"],
+)
+async def test_a_streaming_client_that_hangs_up_cancels_its_run(api, fake_openai, reply, hang_up_after):
+    fake_openai.script(reply, when=has_web_search)
+    body = {"model": "finance-research", "messages": QUESTION, "mode": "quick", "stream": True}
+
+    async with api.stream("POST", "/v1/chat/completions", json=body) as response:
+        async for line in response.aiter_lines():
+            if hang_up_after in line:
+                break  # leaving the block closes the connection with the stream unread
+
+    run = await finished_run()
+    assert run.status == "cancelled" and run.error["code"] == "cancelled"
+    [search] = await ended_upstream_requests(fake_openai)
+    assert search.client_closed, "the upstream stream should be closed early, so no more tokens are paid for"
+    assert not await Message.objects.filter(role="assistant", status="complete").aexists()
+
+
+async def test_a_client_that_leaves_while_its_question_is_stored_leaves_no_run_waiting(api, fake_openai, monkeypatch):
+    from chat import openai_compat
+
+    store = openai_compat.start_completion
+
+    def slow_store(*args, **kwargs):  # runs on a database thread, which finishes after the client left
+        time.sleep(1.0)
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(openai_compat, "start_completion", slow_store)
+    body = {"model": "finance-research", "messages": QUESTION, "mode": "quick"}
+
+    with pytest.raises(httpx2.ReadTimeout):
+        await api.post("/v1/chat/completions", json=body, timeout=0.3)
+
+    run = await finished_run()
     assert run.status == "cancelled"
-    assert len(fake_openai.requests) == 1  # nobody retried into a second run
+    assert fake_openai.requests == [], "the run was never started, so nothing was paid for"

@@ -8,16 +8,39 @@
  *
  * Resuming: EventSource reconnects by itself and sends Last-Event-ID. Each run event's id ends in a
  * sequence number; events at or below the last one shown are ignored, so a replay never duplicates text.
+ *
+ * Layout: only the transcript scrolls; the question box stays at the bottom of the window. Each answer
+ * is a stack of sections (the research process, the text, the sources, the error line), so the figures
+ * and trust marks still to come are more sections, not a rewrite.
  */
 (() => {
   "use strict";
 
   const PHASES = ["analyzing", "researching", "evaluating", "synthesizing"];
-  const RUN_EVENTS = ["status", "plan", "step", "round", "delta", "sources", "done", "error"];
-  const STEP_STATES = { started: "running", done: "done", failed: "failed", fallback: "fell back to web search" };
+  const RUN_EVENTS = ["status", "plan", "step", "round", "attempt", "delta", "sources", "done", "error"];
+  const STEP_STATES = {
+    pending: "pending",
+    started: "running",
+    done: "done",
+    failed: "failed",
+    fallback: "fell back to web search",
+    stopped: "not finished",
+  };
+  // Analytical sub-questions (route "synthesis") get no step events: the answer itself answers them, so
+  // their state follows the answer (pending until it starts, done when the run is done).
+  const SYNTHESIS_STATES = {
+    pending: "pending: answered in the synthesis",
+    started: "being answered in the synthesis",
+    done: "answered in the synthesis",
+    stopped: "not finished",
+  };
+  const ROUTE_LABELS = { market_data: "market data", web_search: "web", synthesis: "analysis" };
+  const FINISHED_STEP_STATES = new Set(["done", "failed", "fallback"]);
   const RECONNECT_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
   const MAX_RECONNECTS = 12;
   const ACTIVE_RUN_KEY = "chat.activeRun";
+  const END_OF_TRANSCRIPT_PX = 48; // this close to the end counts as reading the end
+  const SHOW_COUNT_FROM_SHARE = 0.9; // the live character count appears at 90% of the limit
   const PURIFY_OPTIONS = {
     USE_PROFILES: { html: true },
     FORBID_TAGS: ["img", "style", "form", "input", "button", "textarea", "select", "iframe"],
@@ -31,21 +54,35 @@
     transcript: document.getElementById("transcript"),
     form: document.getElementById("ask-form"),
     question: document.getElementById("question"),
+    questionHint: document.getElementById("question-hint"),
     mode: document.getElementById("mode"),
     ask: document.getElementById("ask"),
     cancel: document.getElementById("cancel"),
     formError: document.getElementById("form-error"),
   };
 
-  const state = { conversationId: null, follower: null };
+  // The API's limit, rendered into the page by the server (one source of truth).
+  const MAX_QUESTION_CHARS = Number(els.question.dataset.maxChars);
+  const numbers = new Intl.NumberFormat("en");
+
+  const state = {
+    conversationId: null,
+    follower: null,
+    sending: false,
+    askHeldUntil: 0, // after a 429, Ask waits out the server's Retry-After
+    askHoldTimer: null,
+    atTranscriptEnd: true, // the reader is at the end of the transcript: a growing answer keeps them there
+    lastScrollTop: 0,
+  };
 
   // --- the JSON API --------------------------------------------------------------------------------------
 
   class ApiError extends Error {
-    constructor(status, code, message) {
+    constructor(status, code, message, retryAfterS = null) {
       super(message);
       this.status = status;
       this.code = code;
+      this.retryAfterS = retryAfterS;
     }
   }
 
@@ -54,22 +91,54 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
+  /** A Retry-After given in seconds (the API's form), or null. */
+  function retryAfterSeconds(response) {
+    const seconds = Number(response.headers.get("Retry-After"));
+    return Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds) : null;
+  }
+
+  /** One API call. Unsafe methods carry the CSRF token (the session cookie alone is not enough). */
   async function api(path, { method = "GET", body } = {}) {
     const headers = { Accept: "application/json" };
     if (method !== "GET") headers["X-CSRFToken"] = csrfToken();
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(path, {
-      method,
-      headers,
-      credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        credentials: "same-origin",
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new ApiError(0, "unreachable", "Could not reach the server. Check the connection and try again.");
+    }
     const payload = await response.json().catch(() => null);
     if (!response.ok) {
-      const error = (payload && payload.error) || {};
-      throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+      const error = payload && payload.error;
+      if (!error) {
+        // Not the API's JSON (a proxy's error page, say): say what happened in plain words.
+        const status = `${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
+        throw new ApiError(response.status, `http_${response.status}`, `The server answered ${status}. Try again in a moment.`);
+      }
+      throw new ApiError(response.status, error.code, error.message, retryAfterSeconds(response));
     }
     return payload;
+  }
+
+  /** The sentence the asker reads for a refused request. The API's messages are written for people;
+   * the few that are not (a field path, an expired token) get the page's own words. */
+  function describeApiError(error) {
+    switch (error.code) {
+      case "invalid_request":
+        return `The question was not accepted (${error.message}).`;
+      case "csrf_failed":
+        return "This page's session has expired. Reload the page, then ask again.";
+      case "request_too_large":
+        return `The question is too long: the limit is ${numbers.format(MAX_QUESTION_CHARS)} characters.`;
+      default:
+        return error.message;
+    }
   }
 
   /** The asker's time zone, so "today" and "last quarter" are theirs; null when the browser cannot say. */
@@ -132,12 +201,14 @@
     return link;
   }
 
+  /** A `[n]` marker: a link to its source when that is http(s), else plain text. `data-n` lets marks
+   * about the source (its verification, say) find every place it is cited. */
   function citation(n, source) {
     const url = source ? httpUrl(source.url) : null;
-    if (url === null) return element("span", "citation", `[${n}]`);
-    const link = externalLink(url, `[${n}]`, "citation");
-    link.title = source.title;
-    return link;
+    const marker = url === null ? element("span", "citation", `[${n}]`) : externalLink(url, `[${n}]`, "citation");
+    if (url !== null) marker.title = source.title;
+    marker.dataset.n = String(n);
+    return marker;
   }
 
   /** Replace `[n]` markers in text nodes (outside links and code) with citation links. */
@@ -190,7 +261,158 @@
 
   // --- one assistant turn ---------------------------------------------------------------------------------
 
-  /** The DOM of one answer: phases, sub-question progress, the streamed text, sources, errors. */
+  function plural(count, noun) {
+    return `${count} ${noun}${count === 1 ? "" : "s"}`;
+  }
+
+  /** The research process of one answer (phases, the plan's sub-questions and their states, rounds) as a
+   * panel: open while research runs, closed when the answer starts, opened again on demand. Its summary
+   * line says what the research took, e.g. "Research: 2 rounds, 5 sub-questions". */
+  class ProcessPanel {
+    constructor() {
+      this.rounds = 0;
+      this.answering = false;
+      this.running = true;
+      this.label = "";
+      this.root = element("details", "process");
+      this.root.open = true;
+      this.root.hidden = true; // until the run says something about its process
+      this.summary = element("summary", "process-summary");
+      this.phases = element("ol", "phases");
+      for (const phase of PHASES) {
+        const item = element("li", "", phase);
+        item.dataset.phase = phase;
+        this.phases.append(item);
+      }
+      this.phaseLabel = element("p", "phase-label");
+      this.steps = element("ol", "steps");
+      this.roundList = element("ul", "rounds");
+      this.attemptNote = element("p", "attempt-note");
+      this.attemptNote.hidden = true;
+      this.root.append(this.summary, this.phases, this.phaseLabel, this.steps, this.roundList, this.attemptNote);
+    }
+
+    setStatus({ phase, label, detail }) {
+      const current = PHASES.indexOf(phase);
+      this.phases.querySelectorAll("li").forEach((item, index) => {
+        item.classList.toggle("current", index === current);
+        item.classList.toggle("passed", current >= 0 && index < current);
+      });
+      this.phaseLabel.textContent = detail ? `${label} — ${detail}` : label;
+      this.label = label;
+      this.update();
+    }
+
+    stepItem(id) {
+      let item = this.steps.querySelector(`li[data-sub-question-id="${CSS.escape(id)}"]`);
+      if (item === null) {
+        item = element("li");
+        item.dataset.subQuestionId = id;
+        item.dataset.state = "pending";
+        item.append(
+          element("span", "step-question", id),
+          element("span", "step-route"),
+          element("span", "step-state"),
+          element("span", "step-time"),
+        );
+        this.steps.append(item);
+      }
+      return item;
+    }
+
+    /** Plans are cumulative (a later round's plan lists the earlier sub-questions too): merge by id. */
+    setPlan({ sub_questions: subQuestions }) {
+      for (const { id, question, route } of subQuestions) {
+        const item = this.stepItem(id);
+        item.querySelector(".step-question").textContent = question;
+        item.dataset.route = route;
+        item.querySelector(".step-route").textContent = ROUTE_LABELS[route] || route;
+        if (route === "synthesis" && this.answering) item.dataset.state = "started";
+        this.showStepState(item);
+      }
+      this.update();
+    }
+
+    setStep({ sub_question_id: id, state, elapsed_ms: elapsedMs }) {
+      const item = this.stepItem(id);
+      item.dataset.state = state;
+      item.querySelector(".step-time").textContent = elapsedMs ? `${(elapsedMs / 1000).toFixed(1)} s` : "";
+      this.showStepState(item);
+      this.update();
+    }
+
+    showStepState(item) {
+      const states = item.dataset.route === "synthesis" ? SYNTHESIS_STATES : STEP_STATES;
+      item.querySelector(".step-state").textContent = states[item.dataset.state] || item.dataset.state;
+    }
+
+    /** Move every analytical step in state `from` to `to` (they follow the answer, not step events). */
+    moveSynthesisSteps(from, to) {
+      for (const item of this.steps.querySelectorAll('li[data-route="synthesis"]')) {
+        if (item.dataset.state !== from) continue;
+        item.dataset.state = to;
+        this.showStepState(item);
+      }
+    }
+
+    addRound({ n, complete, gaps }) {
+      let summary = "complete";
+      if (!complete) summary = gaps.length ? `gaps: ${gaps.join("; ")}` : "more research needed";
+      this.roundList.append(element("li", "", `Round ${n}: ${summary}`));
+      this.rounds += 1;
+      this.update();
+    }
+
+    /** The answer's first text: the process steps aside for it. */
+    answerStarted() {
+      if (this.answering) return;
+      this.answering = true;
+      this.root.open = false;
+      this.moveSynthesisSteps("pending", "started");
+      this.update();
+    }
+
+    /** Another worker resumed the run: its answer is written again, so the process shows until it starts. */
+    restart({ n }) {
+      this.answering = false;
+      this.root.open = true;
+      this.moveSynthesisSteps("started", "pending");
+      this.attemptNote.textContent = `Resumed (attempt ${n}): the answer is being written again.`;
+      this.attemptNote.hidden = false;
+      this.update();
+    }
+
+    finish() {
+      this.running = false;
+      this.moveSynthesisSteps("started", "done");
+      this.moveSynthesisSteps("pending", "done");
+      this.update();
+    }
+
+    /** The run ended without an answer (an error, a cancel): nothing still open is left looking busy. */
+    stop() {
+      this.running = false;
+      for (const item of this.steps.querySelectorAll("li")) {
+        if (FINISHED_STEP_STATES.has(item.dataset.state)) continue;
+        item.dataset.state = "stopped";
+        this.showStepState(item);
+      }
+      this.update();
+    }
+
+    update() {
+      const counts = [];
+      if (this.rounds) counts.push(plural(this.rounds, "round"));
+      if (this.steps.children.length) counts.push(plural(this.steps.children.length, "sub-question"));
+      // With no plan (one web search), the phase's own words say how the answer was found.
+      const totals = counts.length ? `Research: ${counts.join(", ")}` : this.label || "Research";
+      const live = this.running && !this.answering && counts.length && this.label;
+      this.summary.textContent = live ? `${totals} · ${this.label}` : totals;
+      this.root.hidden = this.label === "" && this.steps.children.length === 0;
+    }
+  }
+
+  /** The DOM of one answer: its process panel, the streamed text, sources, errors. */
   class AnswerView {
     constructor() {
       this.text = "";
@@ -198,7 +420,7 @@
       this.renderQueued = false;
       this.root = element("article", "turn assistant");
       this.root.dataset.state = "running";
-      this.progress = element("div", "progress");
+      this.process = new ProcessPanel();
       this.connection = element("p", "connection");
       this.answer = element("div", "answer");
       this.sourcesPanel = element("aside", "sources");
@@ -206,7 +428,7 @@
       this.sourcesPanel.hidden = true;
       this.error = element("p", "run-error");
       this.error.hidden = true;
-      this.root.append(this.progress, this.connection, this.answer, this.sourcesPanel, this.error);
+      this.root.append(this.process.root, this.connection, this.answer, this.sourcesPanel, this.error);
     }
 
     static finished(message) {
@@ -219,65 +441,8 @@
       return view;
     }
 
-    ensureProgress() {
-      if (this.phases) return;
-      this.phases = element("ol", "phases");
-      for (const phase of PHASES) {
-        const item = element("li", "", phase);
-        item.dataset.phase = phase;
-        this.phases.append(item);
-      }
-      this.phaseLabel = element("p", "phase-label");
-      this.steps = element("ol", "steps");
-      this.rounds = element("ul", "rounds");
-      this.progress.append(this.phases, this.phaseLabel, this.steps, this.rounds);
-    }
-
-    setStatus({ phase, label, detail }) {
-      this.ensureProgress();
-      const current = PHASES.indexOf(phase);
-      this.phases.querySelectorAll("li").forEach((item, index) => {
-        item.classList.toggle("current", index === current);
-        item.classList.toggle("passed", current >= 0 && index < current);
-      });
-      this.phaseLabel.textContent = detail ? `${label} — ${detail}` : label;
-      this.root.dataset.phase = phase;
-    }
-
-    stepItem(id) {
-      let item = this.steps.querySelector(`li[data-sub-question-id="${CSS.escape(id)}"]`);
-      if (item === null) {
-        item = element("li");
-        item.dataset.subQuestionId = id;
-        item.dataset.state = "pending";
-        item.append(element("span", "step-question", id), element("span", "step-state", "pending"));
-        this.steps.append(item);
-      }
-      return item;
-    }
-
-    setPlan({ sub_questions: subQuestions }) {
-      this.ensureProgress();
-      for (const subQuestion of subQuestions) {
-        this.stepItem(subQuestion.id).querySelector(".step-question").textContent = subQuestion.question;
-      }
-    }
-
-    setStep({ sub_question_id: id, state }) {
-      this.ensureProgress();
-      const item = this.stepItem(id);
-      item.dataset.state = state;
-      item.querySelector(".step-state").textContent = STEP_STATES[state] || state;
-    }
-
-    addRound({ n, complete, gaps }) {
-      this.ensureProgress();
-      let summary = "complete";
-      if (!complete) summary = gaps.length ? `gaps: ${gaps.join("; ")}` : "more research needed";
-      this.rounds.append(element("li", "", `Round ${n}: ${summary}`));
-    }
-
     appendText(text) {
+      if (text) this.process.answerStarted();
       this.text += text;
       if (this.renderQueued) return;
       this.renderQueued = true;
@@ -285,6 +450,13 @@
         this.renderQueued = false;
         this.render();
       });
+    }
+
+    /** An `attempt` event: the text and sources received so far are discarded; they come again. */
+    restart(attempt) {
+      this.text = "";
+      this.setSources([]);
+      this.process.restart(attempt);
     }
 
     setSources(sources) {
@@ -310,12 +482,14 @@
     finish() {
       this.setConnection("");
       this.render();
+      this.process.finish();
       this.root.dataset.state = "done";
     }
 
     fail(code, message) {
       this.setConnection("");
       this.render();
+      this.process.stop();
       this.root.dataset.state = "error";
       this.showError(code, message);
     }
@@ -370,10 +544,11 @@
       const data = event.data ? JSON.parse(event.data) : {};
       const view = this.view;
       switch (type) {
-        case "status": view.setStatus(data); break;
-        case "plan": view.setPlan(data); break;
-        case "step": view.setStep(data); break;
-        case "round": view.addRound(data); break;
+        case "status": view.process.setStatus(data); break;
+        case "plan": view.process.setPlan(data); break;
+        case "step": view.process.setStep(data); break;
+        case "round": view.process.addRound(data); break;
+        case "attempt": view.restart(data); break;
         case "delta": view.appendText(data.text); break;
         case "sources": view.setSources(data.sources); break;
         case "done": this.end(null); break;
@@ -420,31 +595,109 @@
     }
   }
 
-  // --- the page -------------------------------------------------------------------------------------------
+  // --- the transcript -------------------------------------------------------------------------------------
 
-  function showFormError(message) {
-    els.formError.textContent = message;
-    els.formError.hidden = !message;
+  // While the reader is at the end of the transcript, a growing answer keeps it there; once they scroll
+  // up to read, it leaves them be until they come back down.
+  function isAtTranscriptEnd() {
+    const { scrollHeight, scrollTop, clientHeight } = els.transcript;
+    return scrollHeight - scrollTop - clientHeight < END_OF_TRANSCRIPT_PX;
   }
 
-  function setRunning(running) {
-    els.ask.disabled = running;
-    els.cancel.hidden = !running;
-    els.cancel.disabled = false;
+  function scrollTranscriptToEnd() {
+    els.transcript.scrollTop = els.transcript.scrollHeight;
+    state.lastScrollTop = els.transcript.scrollTop;
+    state.atTranscriptEnd = true;
+  }
+
+  const turnGrowth = new ResizeObserver(() => {
+    if (state.atTranscriptEnd) scrollTranscriptToEnd();
+  });
+
+  function appendTurn(turn) {
+    els.transcript.querySelector(".empty-state")?.remove();
+    els.transcript.append(turn);
+    turnGrowth.observe(turn);
   }
 
   function appendUserTurn(content) {
-    els.transcript.querySelector(".empty-state")?.remove();
     const turn = element("article", "turn user");
     turn.append(element("div", "bubble", content));
-    els.transcript.append(turn);
+    appendTurn(turn);
   }
 
   function appendAssistantTurn(view) {
-    els.transcript.querySelector(".empty-state")?.remove();
-    els.transcript.append(view.root);
-    view.root.scrollIntoView({ block: "end" });
+    appendTurn(view.root);
+    // Opening the process panel by hand is reading it: stop following the answer, keep the panel in view.
+    view.process.summary.addEventListener("click", () => {
+      state.atTranscriptEnd = false;
+      requestAnimationFrame(() => view.process.summary.scrollIntoView({ block: "nearest" }));
+    });
   }
+
+  function clearTranscript(...children) {
+    for (const turn of els.transcript.children) turnGrowth.unobserve(turn);
+    els.transcript.replaceChildren(...children);
+  }
+
+  // --- the composer ---------------------------------------------------------------------------------------
+
+  function showFormError(message, { aboutQuestion = false } = {}) {
+    els.formError.textContent = message;
+    els.formError.hidden = !message;
+    els.formError.dataset.aboutQuestion = String(aboutQuestion && Boolean(message));
+  }
+
+  /** Characters as the API counts them: code points of the trimmed text (an emoji is one, not two). */
+  function questionLength(content) {
+    return Array.from(content).length;
+  }
+
+  function overLimitMessage(length) {
+    return `${numbers.format(length)} characters — the limit is ${numbers.format(MAX_QUESTION_CHARS)}.`;
+  }
+
+  /** Why `content` (trimmed) cannot be asked, or null: the API's own rule, checked before sending. */
+  function questionProblem(content) {
+    if (content === "") return "Type a question first: this one is empty or only spaces.";
+    const length = questionLength(content);
+    if (length > MAX_QUESTION_CHARS) return `${overLimitMessage(length)} Shorten the question to ask it.`;
+    return null;
+  }
+
+  /** The live count under the box, shown from near the limit on, so a long paste is never cut unseen. */
+  function updateQuestionHint() {
+    const length = questionLength(els.question.value.trim());
+    const over = length > MAX_QUESTION_CHARS;
+    els.question.setAttribute("aria-invalid", String(over));
+    els.questionHint.classList.toggle("over", over);
+    els.questionHint.hidden = length < MAX_QUESTION_CHARS * SHOW_COUNT_FROM_SHARE;
+    els.questionHint.textContent = over
+      ? overLimitMessage(length)
+      : `${numbers.format(length)} of ${numbers.format(MAX_QUESTION_CHARS)} characters`;
+    // A complaint about the question goes as soon as it is edited: from then on the live count speaks.
+    if (els.formError.dataset.aboutQuestion === "true") showFormError("");
+  }
+
+  function refreshAsk() {
+    els.ask.disabled = state.follower !== null || state.sending || Date.now() < state.askHeldUntil;
+  }
+
+  /** After a 429, Ask waits out the server's Retry-After instead of inviting another refusal. */
+  function holdAsk(seconds) {
+    state.askHeldUntil = Date.now() + seconds * 1000;
+    clearTimeout(state.askHoldTimer);
+    state.askHoldTimer = setTimeout(refreshAsk, seconds * 1000);
+    refreshAsk();
+  }
+
+  function setRunning(running) {
+    els.cancel.hidden = !running;
+    els.cancel.disabled = false;
+    refreshAsk();
+  }
+
+  // --- the page -------------------------------------------------------------------------------------------
 
   function follow(runId, eventsUrl) {
     const view = new AnswerView();
@@ -482,7 +735,8 @@
     try {
       conversations = await api("/api/conversations");
     } catch (error) {
-      showFormError(`Could not load conversations: ${error.message}`);
+      if (!(error instanceof ApiError)) throw error;
+      showFormError(`Could not load conversations: ${describeApiError(error)}`);
       return;
     }
     els.conversations.replaceChildren(
@@ -490,6 +744,7 @@
         const item = element("li");
         const button = element("button", "", conversation.title || "Untitled");
         button.type = "button";
+        button.title = conversation.title || "Untitled";
         button.dataset.conversationId = conversation.id;
         button.setAttribute("aria-current", String(conversation.id === state.conversationId));
         button.addEventListener("click", () => openConversation(conversation.id));
@@ -506,15 +761,17 @@
     try {
       conversation = await api(`/api/conversations/${id}`);
     } catch (error) {
-      showFormError(`Could not open the conversation: ${error.message}`);
+      if (!(error instanceof ApiError)) throw error;
+      showFormError(`Could not open the conversation: ${describeApiError(error)}`);
       return;
     }
     state.conversationId = conversation.id;
-    els.transcript.replaceChildren();
+    clearTranscript();
     for (const message of conversation.messages) {
       if (message.role === "user") appendUserTurn(message.content);
       else appendAssistantTurn(AnswerView.finished(message));
     }
+    scrollTranscriptToEnd();
     for (const button of els.conversations.querySelectorAll("button")) {
       button.setAttribute("aria-current", String(button.dataset.conversationId === id));
     }
@@ -541,17 +798,25 @@
   function newChat() {
     stopFollowing();
     state.conversationId = null;
-    els.transcript.replaceChildren(element("p", "empty-state", "Ask a new question."));
+    clearTranscript(element("p", "empty-state", "Ask a new question."));
     for (const button of els.conversations.querySelectorAll("button")) button.setAttribute("aria-current", "false");
     els.question.focus();
   }
 
   async function ask(event) {
     event.preventDefault();
+    if (state.follower || state.sending) return;
     const content = els.question.value.trim();
-    if (!content || state.follower) return;
+    const problem = questionProblem(content);
+    if (problem) {
+      showFormError(problem, { aboutQuestion: true });
+      els.questionHint.hidden = true; // the complaint carries the count: once is enough
+      els.question.focus();
+      return;
+    }
     showFormError("");
-    els.ask.disabled = true;
+    state.sending = true;
+    refreshAsk();
     try {
       if (state.conversationId === null) {
         state.conversationId = (await api("/api/conversations", { method: "POST", body: {} })).id;
@@ -561,12 +826,18 @@
         body: { content, mode: els.mode.value, timezone: browserTimeZone() },
       });
       els.question.value = "";
+      updateQuestionHint();
       appendUserTurn(content);
+      scrollTranscriptToEnd(); // the asker wants to see their answer come in
       follow(accepted.run_id, accepted.events_url);
       loadConversations();
     } catch (error) {
-      showFormError(error.message);
-      els.ask.disabled = false;
+      if (!(error instanceof ApiError)) throw error;
+      showFormError(describeApiError(error));
+      if (error.status === 429 && error.retryAfterS) holdAsk(error.retryAfterS);
+    } finally {
+      state.sending = false;
+      refreshAsk();
     }
   }
 
@@ -576,14 +847,24 @@
     try {
       await state.follower.cancel();
     } catch (error) {
-      showFormError(`Could not cancel: ${error.message}`);
+      if (!(error instanceof ApiError)) throw error;
+      showFormError(`Could not cancel: ${describeApiError(error)}`);
       els.cancel.disabled = false;
     }
   }
 
   els.form.addEventListener("submit", ask);
+  els.question.addEventListener("input", updateQuestionHint);
   els.question.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.metaKey || event.ctrlKey)) els.form.requestSubmit();
+  });
+  els.transcript.addEventListener("scroll", () => {
+    // Scroll events arrive a frame late, when the answer may have grown again: only a move up away from
+    // the end is the reader's doing (a panel closing can move the view up too, but leaves it at the end).
+    const top = els.transcript.scrollTop;
+    if (isAtTranscriptEnd()) state.atTranscriptEnd = true;
+    else if (top < state.lastScrollTop) state.atTranscriptEnd = false;
+    state.lastScrollTop = top;
   });
   els.cancel.addEventListener("click", cancel);
   els.newChat.addEventListener("click", newChat);
