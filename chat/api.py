@@ -71,7 +71,8 @@ EVENTS_OPERATION = {
     "tags": ["runs"],
     "summary": "Run events (Server-Sent Events)",
     "description": (
-        "The run's events in order: status, plan, step, round, delta, sources, then exactly one done or error. "
+        "The run's events in order: status, plan, step, round, chart, delta, sources, then exactly one done or "
+        "error. "
         "Events are stored: a late subscriber gets them all, and `Last-Event-ID` (or `?lastEventId=`) resumes "
         "after the given id exactly once."
     ),
@@ -242,6 +243,7 @@ def _run_out(run: ResearchRun) -> RunOut:
         timings=run.timings,
         usage=run.usage,
         signals=run.signals,
+        facts=run.facts,
         error=run.error,
         message_id=run.answer_id,
         created_at=run.created_at,

@@ -112,6 +112,9 @@ class ResearchRun(models.Model):
     timings = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(default=dict, blank=True)
     signals = models.JSONField(default=dict, blank=True)
+    facts = models.JSONField(
+        default=list, blank=True, help_text="Figures computed from the market data, each with its inputs."
+    )
     error = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

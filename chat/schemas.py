@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from datascraper.schemas import Fact
+
 MAX_QUESTION_CHARS = 8000
 
 
@@ -47,6 +49,11 @@ class SourceOut(BaseModel):
     title: str
     url: str
     kind: Literal["web", "market_data"]
+    as_of: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,  # as in the run's `sources` event
+        description="Market data: the time its figures describe (ISO date, or date-time for a quote).",
+    )
 
 
 class MessageOut(BaseModel):
@@ -106,6 +113,7 @@ class RunOut(BaseModel):
     timings: dict
     usage: dict
     signals: dict
+    facts: list[Fact] = Field(description="Figures computed in code from the market data, each with its inputs.")
     error: ErrorDetail | None
     message_id: uuid.UUID | None = Field(description="The stored answer, once there is one.")
     created_at: datetime

@@ -28,6 +28,7 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
+@csrf_exempt  # it acts on nothing: a POST here is a JSON 404, not the CSRF middleware's HTML 403
 def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     """Unknown paths under /api/ answer in the API's JSON error shape, not with Django's HTML page."""
     return _error(404, "not_found", "No such API endpoint.")

@@ -8,11 +8,16 @@ to the named errors of `datascraper.errors` live in one place.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
+import httpx2
 import openai
 from openai import AsyncOpenAI
-from openai.types.responses import ResponseUsage
+from openai.lib._parsing._responses import type_to_text_format_param
+from openai.types.responses import ResponseFormatTextConfigParam, ResponseUsage
 from pydantic import BaseModel, ValidationError
 
 from datascraper.errors import (
@@ -23,10 +28,12 @@ from datascraper.errors import (
     UpstreamTimeout,
 )
 from datascraper.models_config import get_research_config, is_reasoning_model
-from datascraper.schemas import ModelUsage, UsageLedger
+from datascraper.schemas import GapReport, ModelUsage, QueryAnalysis, UsageLedger
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+logger = logging.getLogger(__name__)
 
 
 class StructuredOutputInvalid(ResearchError):
@@ -100,10 +107,19 @@ def model_kwargs(
     return {} if temperature is None else {"temperature": temperature}
 
 
-def usage_from_response(usage: ResponseUsage | None) -> ModelUsage:
-    """One call's usage. The SDK builds responses without validation, so absent fields count as zero."""
+def usage_from_response(usage: ResponseUsage | Mapping[str, Any] | None) -> ModelUsage:
+    """One call's usage, from the SDK's object or a streamed event's JSON. The SDK builds responses
+    without validation, so absent fields count as zero."""
     if usage is None:
         return ModelUsage(calls=1)
+    if isinstance(usage, Mapping):
+        details = usage.get("output_tokens_details") or {}
+        return ModelUsage(
+            calls=1,
+            input_tokens=usage.get("input_tokens") or 0,
+            output_tokens=usage.get("output_tokens") or 0,
+            reasoning_tokens=details.get("reasoning_tokens") or 0,
+        )
     details = getattr(usage, "output_tokens_details", None)
     return ModelUsage(
         calls=1,
@@ -140,6 +156,14 @@ def translate_error(exc: BaseException) -> ResearchError:
 # --- structured output --------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
+def text_format(schema: type[BaseModel]) -> ResponseFormatTextConfigParam:
+    """The strict JSON schema `text.format` of a structured call, built once per schema: the SDK's
+    `responses.parse(text_format=...)` builds it again on every call, which was a tenth of a research
+    run's CPU (the same helper, so the request is the same)."""
+    return type_to_text_format_param(schema)
+
+
 async def parse_structured(
     model: str,
     instructions: str,
@@ -152,8 +176,10 @@ async def parse_structured(
 ) -> SchemaT:
     """One structured-output call: the model must answer with JSON matching `schema`.
 
-    The SDK is asked for the raw text (`parse_as=None`) and the JSON is validated here, so the call's
-    usage is recorded even when the output does not parse. Every call counts in `ledger`, failed or not.
+    The SDK returns the raw text and the JSON is validated here, so the call's usage is recorded even
+    when the output does not parse. Every call counts in `ledger`, failed or not. The schema goes in
+    `extra_body`: it is sent as is, where a typed parameter would be walked through the SDK's
+    request transform on every call (it is already JSON).
 
     Structured calls are the planner's, so the whole call, the SDK's retries included, is bounded by
     `timeout_s` (default `RESEARCH_PLANNER_TIMEOUT`) and raises `UpstreamTimeout` past it: a hung
@@ -168,12 +194,11 @@ async def parse_structured(
     bounded = client.with_options(timeout=min(config.request_timeout_s, timeout_s))
     try:
         async with asyncio.timeout(timeout_s):
-            response = await bounded.responses.parse(
+            response = await bounded.responses.create(
                 model=model,
                 instructions=instructions,
                 input=input,
-                text_format=schema,
-                parse_as=None,
+                extra_body={"text": {"format": text_format(schema)}},
                 **model_kwargs(model, effort=effort),
             )
     except (openai.OpenAIError, TimeoutError) as exc:
@@ -186,3 +211,75 @@ async def parse_structured(
         return schema.model_validate_json(response.output_text)
     except ValidationError as exc:
         raise StructuredOutputInvalid() from exc
+
+
+# --- warm-up ------------------------------------------------------------------------------------------
+
+# A structured answer with every field the Responses API sends (a reasoning item, then the message), so
+# that the warm-up walks the same response types as a planner call; `text` is added per call.
+_WARM_UP_RESPONSE: dict[str, Any] = {
+    "id": "resp_warm_up",
+    "object": "response",
+    "created_at": 0,
+    "status": "completed",
+    "background": False,
+    "completed_at": 0,
+    "error": None,
+    "incomplete_details": None,
+    "instructions": "",
+    "metadata": {},
+    "model": "warm-up",
+    "output": [
+        {"id": "rs_warm_up", "type": "reasoning", "summary": []},
+        {
+            "id": "msg_warm_up",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "{}", "annotations": [], "logprobs": []}],
+        },
+    ],
+    "parallel_tool_calls": True,
+    "reasoning": {"effort": "low", "summary": None},
+    "service_tier": "default",
+    "store": True,
+    "temperature": 1.0,
+    "tool_choice": "auto",
+    "tools": [],
+    "top_logprobs": 0,
+    "top_p": 1.0,
+    "truncation": "disabled",
+    "usage": {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    },
+}
+
+
+async def warm_up_models() -> None:
+    """Build at process start what a process's first model calls would otherwise build on the way: the
+    planner schemas' `text.format`, the SDK's responses module and its response types (pydantic builds
+    their validators on first use), and this loop's client with its connection pool and TLS context.
+    That was 0.3-0.8 s of the first research run of a fresh process.
+
+    No request leaves the process: the SDK's response handling runs against a local transport that
+    answers one canned response (the model provider costs money and may be unconfigured). Never raises:
+    a failure is logged and the first call builds what is missing. Call it on the loop that serves.
+    """
+    try:
+        for schema in (QueryAnalysis, GapReport):
+            text_format(schema)
+        text = {"format": text_format(QueryAnalysis), "verbosity": "medium"}
+        local = httpx2.MockTransport(lambda request: httpx2.Response(200, json={**_WARM_UP_RESPONSE, "text": text}))
+        async with httpx2.AsyncClient(transport=local) as http_client:
+            sdk = AsyncOpenAI(api_key="warm-up", base_url="http://warm-up.invalid/v1", http_client=http_client)
+            await sdk.responses.create(model="warm-up", input="", extra_body={"text": text})
+            # The web search streams through this wrapper; building it loads the SDK's streaming types.
+            sdk.responses.with_streaming_response  # noqa: B018
+        if get_research_config().is_configured:
+            get_openai_client()
+    except Exception:  # a warm-up never stops a process from serving
+        logger.warning("The model client was not warmed up; the first call builds what it needs.", exc_info=True)

@@ -28,6 +28,13 @@ class ResearchConfig(BaseModel):
     max_retries: int = Field(default=2, ge=0, le=5)
     sub_question_timeout_s: float = Field(default=90.0, gt=0)
     market_data_timeout_s: float = Field(default=20.0, gt=0)
+    # The market data MCP server: started as the process starts serving (else on the first call), and
+    # probed every interval; one that does not answer a probe within the timeout is killed and restarted.
+    market_data_warm_start: bool = True
+    # How long a starting process waits for that server before it serves anyway (the first call then waits).
+    market_data_warm_timeout_s: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    market_data_health_interval_s: float = Field(default=15.0, gt=0, allow_inf_nan=False)
+    market_data_health_timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     # The gap detector's "good enough" score (0-10).
     completeness_threshold: float = Field(default=8.0, ge=0, le=10)
     # Research stops when a round raises the gap detector's score by less than this.
@@ -38,6 +45,9 @@ class ResearchConfig(BaseModel):
     run_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     planner_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False)
     max_tokens_per_run: int | None = Field(default=None, ge=1)
+    # Mode auto: start the single web search while the analyzer decides; kept when it decides "no
+    # decomposition", cancelled otherwise (research_engine.bypass.SpeculativeSearch).
+    speculative_search: bool = True
 
     @property
     def is_configured(self) -> bool:
@@ -63,10 +73,15 @@ class ResearchConfig(BaseModel):
             "max_retries": pick("RESEARCH_MAX_RETRIES"),
             "sub_question_timeout_s": pick("RESEARCH_SUB_QUESTION_TIMEOUT"),
             "market_data_timeout_s": pick("RESEARCH_MARKET_DATA_TIMEOUT"),
+            "market_data_warm_start": pick("MARKET_DATA_WARM_START"),
+            "market_data_warm_timeout_s": pick("MARKET_DATA_WARM_TIMEOUT"),
+            "market_data_health_interval_s": pick("MARKET_DATA_HEALTH_INTERVAL"),
+            "market_data_health_timeout_s": pick("MARKET_DATA_HEALTH_TIMEOUT"),
             "completeness_threshold": pick("RESEARCH_COMPLETENESS_THRESHOLD"),
             "run_timeout_s": pick("RESEARCH_RUN_TIMEOUT"),
             "planner_timeout_s": pick("RESEARCH_PLANNER_TIMEOUT"),
             "max_tokens_per_run": pick("RESEARCH_MAX_TOKENS_PER_RUN"),
+            "speculative_search": pick("RESEARCH_SPECULATIVE_SEARCH"),
         }
         return cls(**{k: v for k, v in fields.items() if v is not None})
 

@@ -83,10 +83,23 @@ sub-questions that together answer it, each standing on its own (name the compan
 "it" or "last quarter" without the dates it means). Each has a type:
 - numerical: a figure that market data holds. Give the Yahoo Finance ticker symbols in `tickers` (e.g. \
 AAPL, MSFT, BRK-B, ^GSPC) and in `data` exactly one of: quote (price, day change, market cap), \
-price_history (price over recent weeks), income_statement (revenue, profit, EPS by fiscal year), \
-balance_sheet, cash_flow, earnings (reported and expected EPS, report dates), analyst_ratings \
+price_history (prices over a range of days), income_statement (revenue, profit, EPS by fiscal year or \
+quarter), balance_sheet, cash_flow, earnings (reported and expected EPS, report dates), analyst_ratings \
 (recommendations, price targets), company_profile (sector, employees, valuation ratios), news. One data \
 kind per sub-question: split a question that needs two.
+  A numerical sub-question also says which periods it needs, resolved against today's date above into \
+explicit values. Leave a field null when the question does not say; the data's default is used then.
+  - income_statement, balance_sheet, cash_flow, earnings: `frequency` (annual, quarterly, or ttm for \
+trailing twelve months) and `periods` (how many, newest first). "Last 3 quarters" is quarterly with \
+periods 3; "last 5 years" annual with periods 5; "QoQ" quarterly; "TTM" ttm. A named period is a \
+`start` and `end` (ISO dates, inclusive) around the period ends wanted: "Q3 2025" is quarterly from \
+2025-07-01 to 2025-09-30; "fiscal 2024" annual from 2024-01-01 to 2024-12-31.
+  - price_history: either `period` (5d, 1mo, 3mo, 6mo, ytd, 1y, 5y, max) for a range ending today, or \
+`start` and `end` (ISO dates, inclusive, never after today), not both. "YTD" is ytd; "since March" \
+starts on March 1 of the latest March that has begun and ends today; "in 2024" is 2024-01-01 to \
+2024-12-31. `interval` is 1d unless asked (1wk or 1mo for years; intraday such as 1h only within the \
+last 60 days).
+  - news: `limit`, how many items.
 - qualitative: facts, events, guidance, opinions or explanations that need a web search. Leave tickers \
 empty and data null unless they help.
 - analytical: a comparison or judgement that can be made from the other sub-questions' findings without \
@@ -111,7 +124,8 @@ Return:
 - score: 0 to 10, how completely they answer it (10: fully, with figures, dates and sources; 5: about half).
 - gaps: the parts still unanswered or unsupported, one short phrase each. Empty when complete.
 - follow_up_queries: at most {max_sub_questions} new sub-questions that would close the gaps, in the same \
-form as the plan (question, type numerical|qualitative|analytical, tickers, data). Do not repeat a \
+form as the plan (question, type numerical|qualitative|analytical, tickers, data, and for numerical ones \
+the periods they need: frequency, periods, period, start, end, interval, limit). Do not repeat a \
 sub-question that was already asked: if it failed, ask it differently or drop it. Empty when complete, or \
 when more searching would not help.
 
@@ -145,12 +159,18 @@ list or table when comparing.
 - Cite with the numbered markers of the source list, like [2] or [1][3], right after the claim they \
 support. Use only numbers from the list. Do not write URLs or markdown links.
 - Market data (from Yahoo Finance) is given verbatim: quote its numbers exactly as given (you may round \
-for readability and add the unit, e.g. 391035000000 as $391.04 billion), and give the date or time it \
-is as of.
+for readability and add the unit, e.g. 391035000000 as $391.04 billion).
+- State the as-of date of the market data you cite, as the source list gives it: the period end of a \
+statement (e.g. "fiscal year ended 2024-09-28"), the time of a quote, the last day of a price history.
 - Give every figure with its unit, currency and period. Keep reported figures apart from estimates and \
 opinions, and say whose opinion it is.
 - Analytical parts (comparisons, judgements) you answer yourself from the findings; show the figures \
 you base them on.
+- Growth rates, changes, CAGRs, margins, ratios and differences between companies are computed for you \
+under "Computed figures" (F1, F2, ...). Quote them as given (you may round, e.g. +2.02% as 2.0%) and \
+cite each with the source numbers shown beside it, never with its F id. Never calculate such a figure \
+yourself when one is listed; for one listed as not meaningful, say why instead of giving a number. If a \
+figure you need is neither in the market data nor computed, give the reported figures instead.
 - When a part of the question was not answered by the findings, say so plainly. Never invent a figure.
 - Do not give personal investment advice.
 """
@@ -177,6 +197,12 @@ MARKET_DATA_RESULT = """\
 [{n}] {title} (as of {as_of}, currency {currency})
 {summary}
 Data (verbatim): {payload}"""
+FACTS_FOR_SYNTHESIS = """\
+### Computed figures
+Calculated in code from the market data above; cite each with the source numbers after it.
+{facts}"""
+FACT_LINE = "{id}: {label} = {value} ({formula}) {cites}"
+FACT_NOT_MEANINGFUL = "{id}: {label}: not meaningful, {note} {cites}"
 
 
 # --- direct quote answers: composed locally, no model call ------------------------------------------------
@@ -192,4 +218,13 @@ QUOTE_CHANGE_ANSWER = (
 )
 QUOTE_MARKET_CAP_ANSWER = (
     "{name} has a market capitalization of {market_cap} at a share price of {price}, as of {as_of} [1]."
+)
+
+
+# --- the note under an answer: composed locally, no model call --------------------------------------------
+# Numbers the answer cites to market data that match neither a value the market data returned nor a figure
+# computed from it (`quality_logger.NumberCheck`). Plain text, so every client shows it as it is.
+
+UNTRACED_NUMBERS_NOTE = (
+    "\n\nNote: {figures} could not be traced to the market data cited; check them against the sources."
 )

@@ -2,7 +2,8 @@
 
 The signals say which path a question took and how well the answer holds up: routes and fallbacks, why
 research stopped, time and tokens, whether every citation resolves, and whether the numbers the answer
-attributes to market data are numbers market data returned.
+attributes to market data are numbers market data returned or figures computed from them (those that are
+neither are also shown to the user, in a note under the answer).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
+from datascraper import prompts
 from datascraper.schemas import Route, Source, SubQuestionType, UsageLedger
 
 logger = logging.getLogger("datascraper.quality")
@@ -35,6 +37,21 @@ class SubQuestionOutcome(BaseModel):
     error: str | None = None
 
 
+class SpeculationOutcome(BaseModel):
+    """What became of a web search started while the analyzer decided (mode auto).
+
+    `elapsed_ms`: kept, how long the search had been running when the analyzer decided (its head start);
+    cancelled, how long it ran before it was closed. A cancelled call's tokens are those the provider
+    reported, none unless it finished (`completed`) first; it may still bill the search and the input.
+    """
+
+    outcome: Literal["kept", "cancelled"]
+    elapsed_ms: int
+    completed: bool | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
 class RunRecord(BaseModel):
     """What the pipeline knows at the end of a run; `compute_signals` turns it into the signals."""
 
@@ -43,6 +60,7 @@ class RunRecord(BaseModel):
     fast_path: bool = False
     analysis_fallback: str | None = None  # the error code when the analyzer failed
     quote_fallback: str | None = None  # why a fast-path quote gave way to a web search
+    speculation: SpeculationOutcome | None = None  # None: no web search was started speculatively
     outcomes: list[SubQuestionOutcome] = Field(default_factory=list)
     rounds: int = 0
     max_rounds: int = 0
@@ -54,6 +72,7 @@ class RunRecord(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     citations_dropped: int = 0  # markers the synthesizer's guard removed while streaming
     market_values: list[float] = Field(default_factory=list)
+    fact_values: list[float] = Field(default_factory=list)  # the figures computed from market data
 
 
 def compute_signals(record: RunRecord) -> dict[str, Any]:
@@ -66,6 +85,7 @@ def compute_signals(record: RunRecord) -> dict[str, Any]:
         "fast_path": record.fast_path,
         "analysis_fallback": record.analysis_fallback,
         "quote_fallback": record.quote_fallback,
+        "speculative_search": record.speculation.model_dump() if record.speculation is not None else None,
         "sub_questions": {
             "total": len(outcomes),
             "by_type": dict(Counter(o.type for o in outcomes)),
@@ -90,7 +110,7 @@ def compute_signals(record: RunRecord) -> dict[str, Any]:
         "sources": len(record.sources),
         "distinct_domains": len({_domain(s.url) for s in record.sources}),
         "citations": citation_integrity(record.answer, record.sources, dropped=record.citations_dropped),
-        "numbers": unmatched_numbers(record.answer, record.sources, record.market_values),
+        "numbers": check_numbers(record.answer, record.sources, record.market_values, record.fact_values).signal(),
     }
 
 
@@ -133,11 +153,15 @@ def citation_integrity(answer: str, sources: Sequence[Source], *, dropped: int =
 # - Markers [n], ISO dates, times (14:30) and years (1900-2100 without decimals) are ignored, as are plain
 #   integers below 1,000 with no currency, percent, decimals or magnitude ("3 analysts", "Q3").
 # - A number's magnitude word or suffix (thousand/K, million/M, billion/B/bn, trillion/T) scales it.
-# - It matches a market data value (any number in the payloads, compared by absolute value, so "down
-#   1.23" matches -1.23) when they differ by at most one unit of the last digit written, after scaling:
-#   "$391.04 billion" matches 391,035,000,000, "+0.63%" matches 0.6312. Figures the answer derives itself
-#   (a growth rate computed from two revenues) do not match and are counted: the signal flags figures to
-#   check, it does not prove an error.
+# - It matches a market data value (any number in the payloads) or a computed figure (a fact's value, in
+#   percent for percentages), compared by absolute value so "down 1.23" matches -1.23, when they differ by
+#   at most one unit of the last digit written, after scaling. The tolerance is deliberate: a figure
+#   rounded (or cut) to the precision it is written with matches, and so does one rounded twice (the
+#   prompt shows figures rounded, +2.05% for 2.046, which the answer may write as 2.1%); one off by more
+#   does not. "$391.04 billion" matches 391,035,000,000; "6.1%" matches a computed 6.07; "6.2%" does not.
+# - A figure the answer derives itself (nothing computed it) does not match: it is listed in the signals
+#   and in a note under the answer (`NumberCheck.note`). The check flags figures to verify; it does not
+#   prove an error.
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _IGNORED = re.compile(r"\[\d+\]|\b\d{4}-\d{2}-\d{2}(?:T[\d:.+-]*Z?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
@@ -178,19 +202,70 @@ def _numbers_in(value: Any) -> Iterator[float]:
             yield from _numbers_in(item)
 
 
-def unmatched_numbers(answer: str, sources: Sequence[Source], values: Sequence[float]) -> dict[str, Any]:
+_LISTED_UNTRACED = 10  # in the signals and the note
+
+
+class UntracedNumber(BaseModel):
+    """A number cited to market data that matches neither a value it returned nor a computed figure."""
+
+    value: str = Field(description="As the answer writes it, e.g. 12.3%.")
+    sources: list[int] = Field(description="The market data sources its sentence cites.")
+
+
+class NumberCheck(BaseModel):
+    """The numbers of an answer's sentences that cite market data, against the values they can come from."""
+
+    checked: int = 0
+    computed: int = 0  # matched a computed figure rather than a value of the payloads
+    untraced: list[UntracedNumber] = Field(default_factory=list)
+
+    def signal(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "computed": self.computed,
+            "unmatched": len(self.untraced),
+            "unmatched_values": [item.model_dump() for item in self.untraced[:_LISTED_UNTRACED]],
+        }
+
+    def note(self) -> str:
+        """The note shown under the answer, naming each untraced number with its markers; "" when none."""
+        listed = dict.fromkeys(
+            f"{item.value} " + "".join(f"[{n}]" for n in item.sources) for item in self.untraced
+        )
+        if not listed:
+            return ""
+        shown = list(listed)[:_LISTED_UNTRACED]
+        more = len(listed) - len(shown)
+        figures = ", ".join(shown) + (f" and {more} more" if more else "")
+        return prompts.UNTRACED_NUMBERS_NOTE.format(figures=figures)
+
+
+def check_numbers(
+    answer: str, sources: Sequence[Source], values: Sequence[float], computed: Sequence[float] = ()
+) -> NumberCheck:
+    """Check each number of the sentences citing market data against the payloads' `values`, then the
+    `computed` figures."""
     market_numbers = {s.n for s in sources if s.kind == "market_data"}
-    checked: list[str] = []
-    unmatched: list[str] = []
-    if market_numbers:
-        for sentence in _SENTENCE_END.split(answer):
-            if not {int(n) for n in _MARKER.findall(sentence)} & market_numbers:
+    check = NumberCheck()
+    if not market_numbers:
+        return check
+    for sentence in _SENTENCE_END.split(answer):
+        cited = sorted({int(n) for n in _MARKER.findall(sentence)} & market_numbers)
+        if not cited:
+            continue
+        for written, value, unit in _figures(_IGNORED.sub(" ", sentence)):
+            check.checked += 1
+            if _near(value, unit, values):
                 continue
-            for written, value, unit in _figures(_IGNORED.sub(" ", sentence)):
-                checked.append(written)
-                if not any(abs(candidate - value) <= unit for candidate in values):
-                    unmatched.append(written)
-    return {"checked": len(checked), "unmatched": len(unmatched), "unmatched_values": unmatched[:10]}
+            if _near(value, unit, computed):
+                check.computed += 1
+                continue
+            check.untraced.append(UntracedNumber(value=written, sources=cited))
+    return check
+
+
+def _near(value: float, unit: float, candidates: Iterable[float]) -> bool:
+    return any(abs(abs(candidate) - value) <= unit for candidate in candidates)
 
 
 def _figures(text: str) -> Iterator[tuple[str, float, float]]:

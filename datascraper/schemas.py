@@ -7,9 +7,21 @@ client receives as the SSE `data:`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+import logging
+from datetime import date
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+)
+
+logger = logging.getLogger(__name__)
 
 Mode = Literal["auto", "quick", "research"]
 Phase = Literal["analyzing", "researching", "evaluating", "synthesizing"]
@@ -27,6 +39,10 @@ MarketDataKind = Literal[
     "company_profile",
     "news",
 ]
+StatementFrequency = Literal["annual", "quarterly", "ttm"]
+# The relative ranges the analyzer may ask price history for (the contract's; the tool takes a few more).
+HistoryRange = Literal["5d", "1mo", "3mo", "6mo", "ytd", "1y", "5y", "max"]
+HistoryInterval = Literal["1m", "2m", "5m", "15m", "30m", "60m", "90m", "1h", "1d", "5d", "1wk", "1mo", "3mo"]
 
 
 class ChatTurn(BaseModel):
@@ -52,6 +68,47 @@ class Source(BaseModel):
     title: str
     url: str
     kind: SourceKind
+    # Market data only: the time its figures describe (ISO date, or date-time for a quote or intraday
+    # bars). Left out of the JSON when unset, as the contract's optional fields are.
+    as_of: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+FactKind = Literal["growth", "yoy_growth", "cagr", "change", "difference", "margin", "ratio"]
+
+
+class FactSource(BaseModel):
+    """The market data page an input of a fact comes from; `n` is its number in the answer's sources."""
+
+    title: str
+    url: str
+    n: int | None = None
+
+
+class FactInput(BaseModel):
+    """One value a fact was computed from, as the market data tool returned it."""
+
+    symbol: str
+    line: str = Field(description="The line item or field, e.g. TotalRevenue, close, eps_reported.")
+    period: str = Field(description="The period end (ISO date) or the date the value describes.")
+    value: float
+    source: FactSource
+
+
+class Fact(BaseModel):
+    """A figure computed in code from market data (`datascraper.research_engine.facts`), with its inputs.
+
+    `value` is None when the figure is not meaningful (a zero or negative base); `note` then says why.
+    Percentages are in percent (2.02 is 2.02%).
+    """
+
+    id: str
+    label: str
+    value: float | None
+    unit: str = Field(description="percent, percentage points, ratio, or a currency code.")
+    kind: FactKind
+    formula: str
+    inputs: list[FactInput]
+    note: str | None = None
 
 
 class ModelUsage(BaseModel):
@@ -85,6 +142,21 @@ class UsageLedger(BaseModel):
 # --- model outputs: the analyzer's plan and the gap detector's report -----------------------------
 
 
+def _unset_if_unusable(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    """A period field the model got wrong is dropped, not fatal: rejecting it would discard the whole plan,
+    while an unset field is read from the question's wording. Case and padding are forgiven first."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+    try:
+        return handler(value)
+    except ValidationError:
+        logger.info("The planner's %s=%r is not usable; it is read from the question instead.", info.field_name, value)
+        return None
+
+
+_LENIENT = WrapValidator(_unset_if_unusable)
+
+
 class SubQuestion(BaseModel):
     """One sub-question as the query analyzer or the gap detector writes it (the contract's shape).
 
@@ -96,6 +168,21 @@ class SubQuestion(BaseModel):
     type: SubQuestionType
     tickers: list[str] = Field(default_factory=list)
     data: MarketDataKind | None = None
+    # The periods a numerical sub-question needs, resolved against today's date; unset is the tool's default.
+    # `research_engine.periods` validates them (and reads unset ones from the question's wording).
+    frequency: Annotated[StatementFrequency | None, _LENIENT] = Field(
+        default=None, description="Statements: annual, quarterly, or ttm (trailing twelve months)."
+    )
+    periods: Annotated[int | None, _LENIENT] = Field(
+        default=None, description="Statements and earnings: how many periods, newest first."
+    )
+    period: Annotated[HistoryRange | None, _LENIENT] = Field(
+        default=None, description="Price history: a range ending today; leave null when start/end are given."
+    )
+    start: Annotated[date | None, _LENIENT] = Field(default=None, description="First day, inclusive (YYYY-MM-DD).")
+    end: Annotated[date | None, _LENIENT] = Field(default=None, description="Last day, inclusive (YYYY-MM-DD).")
+    interval: Annotated[HistoryInterval | None, _LENIENT] = Field(default=None, description="Price history bars.")
+    limit: Annotated[int | None, _LENIENT] = Field(default=None, description="News: how many items.")
 
 
 class QueryAnalysis(BaseModel):
@@ -175,6 +262,29 @@ class SourcesEvent(_Event):
     sources: list[Source]
 
 
+class ChartSeries(BaseModel):
+    """One line or one set of bars: `points` are `[x, y]`, x an ISO date or a period label ("2025-Q1",
+    "FY2024"), oldest first. `source_n` is the series' own source (a comparison draws several)."""
+
+    name: str
+    source_n: int
+    points: list[tuple[str, float]]
+
+
+class ChartEvent(_Event):
+    """Figures of the run's market data to draw, straight from the tool output; `source_n` numbers the
+    source of the first series in the answer's `sources`."""
+
+    type: Literal["chart"] = "chart"
+    id: str
+    title: str
+    kind: Literal["line", "bars"]
+    unit: str
+    as_of: str
+    source_n: int
+    series: list[ChartSeries]
+
+
 class RunSummary(_Event):
     """The last event of a successful pipeline: what the chat app stores on the run. Not sent to clients."""
 
@@ -187,6 +297,7 @@ class RunSummary(_Event):
     timings: dict[str, int] = Field(default_factory=dict)
     usage: UsageLedger = Field(default_factory=UsageLedger)
     signals: dict = Field(default_factory=dict)
+    facts: list[Fact] = Field(default_factory=list)
 
 
 class CheckpointEvent(_Event):
@@ -199,6 +310,16 @@ class CheckpointEvent(_Event):
 
 
 ResearchEvent = Annotated[
-    Union[StatusEvent, PlanEvent, StepEvent, RoundEvent, DeltaEvent, SourcesEvent, RunSummary, CheckpointEvent],
+    Union[
+        StatusEvent,
+        PlanEvent,
+        StepEvent,
+        RoundEvent,
+        DeltaEvent,
+        SourcesEvent,
+        ChartEvent,
+        RunSummary,
+        CheckpointEvent,
+    ],
     Field(discriminator="type"),
 ]

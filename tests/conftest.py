@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import os
+import uuid
+
 import httpx2
 import pytest
 
 from tests.asgi_server import ThreadedAsgiServer
 
 pytest_plugins = ["tests.fakes.openai_fixtures"]
+
+# No process of the suite (this one, the app and worker processes it starts) starts the real market data
+# server ahead of use: tests install their own client on the fake yfinance. Warm-up's own tests turn it on.
+os.environ.setdefault("MARKET_DATA_WARM_START", "0")
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +58,16 @@ async def other_api(live_server_url, other_api_key):
     """The same app as mallory, who must never see alice's data."""
     async with _client(live_server_url, other_api_key) as client:
         yield client
+
+
+@pytest.fixture
+def limits(settings):
+    """Set admission limits for one test. The counters get a fresh cache prefix, so nothing counted by
+    another test (or another run sharing the Redis database) is seen, and no cache needs clearing."""
+    settings.RATELIMIT_CACHE_PREFIX = f"rl:test-{uuid.uuid4().hex}:"
+
+    def set_limits(**values: object) -> None:
+        for name, value in values.items():
+            setattr(settings, name, value)
+
+    return set_limits

@@ -70,7 +70,10 @@ def format_sources(sources: Sequence[Source]) -> str:
     """The numbered list that follows an answer, so `[n]` markers resolve in any plain-text client."""
     if not sources:
         return ""
-    lines = [f"[{source.n}] {source.title} — {source.url}" for source in sources]
+    lines = [
+        f"[{source.n}] {source.title} — {source.url}" + (f" (as of {source.as_of})" if source.as_of else "")
+        for source in sources
+    ]
     return "\n\nSources:\n" + "\n".join(lines)
 
 

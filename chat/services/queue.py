@@ -25,6 +25,8 @@ from procrastinate.contrib.django import app
 from chat.db_calls import db_call
 from chat.models import ResearchRun
 from chat.services import leases, runs
+from datascraper.llm import warm_up_models
+from datascraper.market_data.client import start_market_data
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +106,8 @@ async def serve(*, concurrency: int, grace: float) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    # Ready before the first job is fetched (bounded by MARKET_DATA_WARM_TIMEOUT, never fatal), as a web process.
+    await asyncio.gather(start_market_data(), warm_up_models())
     with app.replace_connector(connector):
         async with app.open_async():
             worker = asyncio.create_task(

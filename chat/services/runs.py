@@ -228,6 +228,7 @@ def _close(
         run.timings = summary.timings
         run.usage = summary.usage.model_dump(mode="json")
         run.signals = summary.signals
+        run.facts = [fact.model_dump(mode="json") for fact in summary.facts]
     run.save()
 
 

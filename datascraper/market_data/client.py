@@ -4,8 +4,18 @@ sub-questions.
 anyio requires a session to be entered and exited in the same task, while research runs call from many
 tasks and from whatever event loop they live on (the ASGI server's, a management command's, a test's). So
 the session belongs to one task on a private event loop thread; callers submit their calls to that loop and
-the calls run concurrently on the one session. The session opens on the first call; if the server dies, the
-next call restarts it once, and a second failure is a named `MarketDataUnavailable`.
+the calls run concurrently on the one session.
+
+The session opens when the process starts serving (`warm_up_market_data`: the ASGI lifespan, `runworker`,
+`manage.py ask`), so the first question does not wait for the server, or else on the first call. While it is
+open, a watch probes the server every `health_interval_s`, and a call that times out probes it at once; a
+server that does not answer within `health_timeout_s` (hung: alive but silent) or is gone is retired and a
+fresh one started. Retiring ends the session in the background: the SDK's bounded shutdown closes stdin, then
+sends SIGTERM after 2 s and SIGKILL after 4 s. A call whose server dies is retried once on a fresh server, and
+a second loss is a named `MarketDataUnavailable`; a call whose server was retired as hung is not retried (it
+may be what hung it) and fails with `MarketDataTimeout`. Starts back off: from the second failure in a row
+(a server lost, or one that could not start), the next start waits 0.5 s, then 1, 2, ... up to 30 s, and calls
+in that window fail fast with `MarketDataUnavailable`, so a crash-looping server does not spin.
 
 The server is our stdio child by default; with `MARKET_DATA_MCP_URL` set, the process-wide client connects to
 that streamable HTTP server instead (the server run as its own service, shared by every app process).
@@ -42,8 +52,11 @@ from datascraper.market_data.errors import (
     MarketDataUpstreamError,
 )
 from datascraper.market_data.schemas import (
+    Earnings,
     ErrorCode,
+    FinancialStatement,
     MarketDataFinding,
+    MarketDataRequest,
     ToolFailure,
     ToolName,
     ToolResult,
@@ -60,31 +73,22 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 # Time for the session task to close the transport; the SDK bounds a stdio server's shutdown at ~6 s.
 _CLOSE_TIMEOUT_S = 10.0
+# Restart backoff: the first start after a failure is immediate, then this doubles per failure in a row.
+DEFAULT_RESTART_BACKOFF_S = 0.5
+MAX_RESTART_BACKOFF_S = 30.0
 MAX_TICKERS = 10
 _ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 _SECRET_NAME = re.compile("KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
 
 T = TypeVar("T")
 
-# data kind -> (tool, extra arguments, label for the citation title)
+# data kind -> (tool, fixed arguments, what the citation title calls it); the periods come from the request.
 _ROUTES: dict[MarketDataKind, tuple[ToolName, dict[str, str], str]] = {
     "quote": ("get_quote", {}, "quote"),
-    "price_history": ("get_price_history", {"period": "1mo"}, "price history (1 month)"),
-    "income_statement": (
-        "get_financial_statement",
-        {"statement": "income", "frequency": "annual"},
-        "income statement (annual)",
-    ),
-    "balance_sheet": (
-        "get_financial_statement",
-        {"statement": "balance", "frequency": "annual"},
-        "balance sheet (annual)",
-    ),
-    "cash_flow": (
-        "get_financial_statement",
-        {"statement": "cash_flow", "frequency": "annual"},
-        "cash flow statement (annual)",
-    ),
+    "price_history": ("get_price_history", {}, "price history"),
+    "income_statement": ("get_financial_statement", {"statement": "income"}, "income statement"),
+    "balance_sheet": ("get_financial_statement", {"statement": "balance"}, "balance sheet"),
+    "cash_flow": ("get_financial_statement", {"statement": "cash_flow"}, "cash flow statement"),
     "earnings": ("get_earnings", {}, "earnings"),
     "analyst_ratings": ("get_analyst_ratings", {}, "analyst ratings"),
     "company_profile": ("get_company_profile", {}, "company profile"),
@@ -137,13 +141,17 @@ class _Session:
     client: Client
     stop: asyncio.Event
     task: asyncio.Task[None]
+    # Set when the session is retired for not answering a health check: its calls in flight are not retried.
+    hung: bool = False
+    check: asyncio.Task[bool] | None = None
 
 
 class MarketDataClient:
     """One long-lived MCP session, shared by every caller in the process.
 
     Safe to call from any task, event loop or thread; `close()` ends the session and, for a stdio target,
-    the server process. Without a target: `default_server_target()`.
+    the server process. Without a target: `default_server_target()`; unset timings come from the research
+    configuration.
     """
 
     def __init__(
@@ -152,12 +160,21 @@ class MarketDataClient:
         *,
         call_timeout_s: float | None = None,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        health_interval_s: float | None = None,
+        health_timeout_s: float | None = None,
+        restart_backoff_s: float = DEFAULT_RESTART_BACKOFF_S,
     ) -> None:
+        config = get_research_config()
         self.target: ServerTarget = target if target is not None else default_server_target()
-        self.call_timeout_s = (
-            call_timeout_s if call_timeout_s is not None else get_research_config().market_data_timeout_s
-        )
+        self.call_timeout_s = call_timeout_s if call_timeout_s is not None else config.market_data_timeout_s
         self.connect_timeout_s = connect_timeout_s
+        self.health_interval_s = (
+            health_interval_s if health_interval_s is not None else config.market_data_health_interval_s
+        )
+        self.health_timeout_s = (
+            health_timeout_s if health_timeout_s is not None else config.market_data_health_timeout_s
+        )
+        self.restart_backoff_s = restart_backoff_s
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -166,6 +183,18 @@ class MarketDataClient:
         self._active: _Session | None = None
         self._opening: asyncio.Task[_Session] | None = None
         self._calls: set[asyncio.Task[Any]] = set()
+        self._watch: asyncio.Task[None] | None = None
+        self._checks: set[asyncio.Task[bool]] = set()
+        self._retiring: set[asyncio.Task[None]] = set()
+        self._failures = 0  # servers lost or not started, in a row
+        self._retry_at = 0.0  # owner loop time before which no server is started
+
+    def start(self) -> ConcurrentFuture[bool]:
+        """Start the server now, in the background, so that the first call finds it running. Returns at once.
+
+        The future tells whether the session opened; a failed start is logged, and the next call tries again.
+        """
+        return self._submit(self._warm_up())
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout_s: float | None = None
@@ -173,8 +202,10 @@ class MarketDataClient:
         """Call one tool. A tool failure is an `is_error` result, not an exception.
 
         Raises:
-            MarketDataTimeout: no answer within the timeout (the session opening included).
-            MarketDataUnavailable: the server cannot be reached, even after one restart.
+            MarketDataTimeout: no answer within the timeout (the session opening included), or the server
+                stopped answering during the call.
+            MarketDataUnavailable: the server cannot be reached, even after one restart, or it is failing
+                and its next start is not due yet.
             MarketDataUpstreamError: the server answered with a protocol error.
         """
         timeout = timeout_s if timeout_s is not None else self.call_timeout_s
@@ -220,6 +251,15 @@ class MarketDataClient:
                 self._loop, self._thread = loop, thread
             return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
+    async def _warm_up(self) -> bool:
+        try:
+            await self._session()
+        except MarketDataError as exc:
+            cause = f" ({exc.__cause__!r})" if exc.__cause__ is not None else ""
+            logger.warning("The market data server did not start: %s%s; the next call tries again.", exc.message, cause)
+            return False
+        return True
+
     async def _call(self, name: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:
         call = asyncio.current_task()
         assert call is not None
@@ -239,26 +279,43 @@ class MarketDataClient:
         try:
             return await self._send(session, name, arguments, timeout)
         except _ConnectionLost as lost:
+            self._on_lost(session, name, lost)
             logger.warning("The market data server went away (%s); restarting it.", lost)
-        session = await self._restart(session)
+        session = await self._session()
         try:
             return await self._send(session, name, arguments, timeout)
         except _ConnectionLost as lost:
+            self._on_lost(session, name, lost)
             raise MarketDataUnavailable("The market data server stopped again after a restart.") from lost
+
+    def _on_lost(self, session: _Session, name: str, lost: _ConnectionLost) -> None:
+        """Retire a session whose call lost the connection; if it was retired as hung, fail the call."""
+        if session.hung:
+            raise MarketDataTimeout(
+                f"The market data server stopped answering during {name}; it is being restarted."
+            ) from lost
+        self._retire(session, hung=False)
 
     async def _send(self, session: _Session, name: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:
         try:
-            return await session.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            result = await session.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        except asyncio.CancelledError:
+            # Usually the caller's deadline: a silent server shows first as calls that time out.
+            self._check_soon(session)
+            raise
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise _ConnectionLost(str(exc)) from exc
             if exc.code == REQUEST_TIMEOUT:
+                self._check_soon(session)
                 raise MarketDataTimeout(f"The market data server did not answer {name} within {timeout:g} s.") from exc
             raise MarketDataUpstreamError(f"The market data server rejected {name}: {exc.message}") from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
             raise _ConnectionLost(repr(exc)) from exc
         except httpx2.TransportError as exc:
             raise _ConnectionLost(repr(exc)) from exc
+        self._failures = 0
+        return result
 
     async def _session(self) -> _Session:
         if self._closed:
@@ -267,6 +324,11 @@ class MarketDataClient:
         if self._active is not None:
             return self._active
         if self._opening is None:
+            wait = self._retry_at - asyncio.get_running_loop().time()
+            if wait > 0:
+                raise MarketDataUnavailable(
+                    f"The market data server keeps failing; the next start is in {wait:.1f} s."
+                )
             self._opening = asyncio.create_task(self._open())
             self._opening.add_done_callback(_retrieve_exception)
         # Shielded: a caller that gives up must not abort an opening other callers wait for.
@@ -281,12 +343,18 @@ class MarketDataClient:
         except TimeoutError:
             task.cancel()
             await asyncio.wait([task], timeout=_CLOSE_TIMEOUT_S)
+            self._note_failure()
             raise MarketDataUnavailable(
                 f"The market data server did not start within {self.connect_timeout_s:g} s."
             ) from None
+        except MarketDataUnavailable:
+            self._note_failure()
+            raise
         finally:
             self._opening = None
         self._active = _Session(client=client, stop=stop, task=task)
+        if self._watch is None:
+            self._watch = asyncio.create_task(self._watch_health(), name="market-data-mcp-watch")
         return self._active
 
     async def _own_session(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
@@ -303,12 +371,71 @@ class MarketDataClient:
             else:
                 logger.warning("The market data session ended with an error: %r", exc)
 
-    async def _restart(self, dead: _Session) -> _Session:
-        # Concurrent calls that lost the same session share one restart.
-        if self._active is dead:
-            self._active = None
-            await self._end(dead)
-        return await self._session()
+    def _note_failure(self) -> None:
+        """One more server lost or not started in a row: from the second, the next start waits (backoff)."""
+        self._failures += 1
+        doublings = min(self._failures - 2, 16)  # capped: the delay is capped long before, the float is not
+        delay = 0.0 if self._failures == 1 else min(self.restart_backoff_s * 2**doublings, MAX_RESTART_BACKOFF_S)
+        self._retry_at = asyncio.get_running_loop().time() + delay
+
+    def _retire(self, session: _Session, *, hung: bool) -> None:
+        """Take the session out of service (once, whoever notices first) and end it in the background: ending
+        a hung stdio server takes the SDK up to ~4 s (SIGTERM, then SIGKILL), which no caller waits for."""
+        if self._active is not session:
+            return
+        self._active = None
+        session.hung = hung
+        self._note_failure()
+        ending = asyncio.create_task(self._end(session), name="market-data-mcp-retire")
+        self._retiring.add(ending)
+        ending.add_done_callback(self._retiring.discard)
+
+    # --- the health check -----------------------------------------------------------------------------
+
+    async def _watch_health(self) -> None:
+        """Check the open session every `health_interval_s`, for as long as the client lives."""
+        while True:
+            await asyncio.sleep(self.health_interval_s)
+            if self._active is not None:
+                check = self._check_soon(self._active)
+                if check is not None:
+                    await asyncio.wait([check])
+
+    def _check_soon(self, session: _Session) -> asyncio.Task[bool] | None:
+        """The session's health check: the one under way, or a new one. None once the session is retired."""
+        if self._closed or self._active is not session:
+            return None
+        if session.check is None or session.check.done():
+            session.check = asyncio.create_task(self._check(session), name="market-data-mcp-health")
+            self._checks.add(session.check)
+            session.check.add_done_callback(self._checks.discard)
+        return session.check
+
+    async def _check(self, session: _Session) -> bool:
+        """Probe the server once within `health_timeout_s`. One that does not answer, or is gone, is retired
+        and a fresh server started (its failure is logged: the next call tries again)."""
+        hung = True
+        try:
+            await asyncio.wait_for(_probe(session.client), self.health_timeout_s)
+        except TimeoutError:
+            reason = f"did not answer a health check within {self.health_timeout_s:g} s"
+        except MCPError as exc:
+            if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                self._failures = 0  # any answer, an error included, shows a live server
+                return True
+            hung, reason = exc.code == REQUEST_TIMEOUT, f"failed its health check ({exc.message})"
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
+            hung, reason = False, f"went away ({exc!r})"
+        except httpx2.TransportError as exc:
+            hung, reason = False, f"went away ({exc!r})"
+        else:
+            self._failures = 0
+            return True
+        if self._active is session:
+            logger.warning("The market data server %s; restarting it.", reason)
+            self._retire(session, hung=hung)
+            await self._warm_up()
+        return False
 
     async def _end(self, session: _Session) -> None:
         session.stop.set()
@@ -317,16 +444,31 @@ class MarketDataClient:
             task.cancel()
 
     async def _shutdown(self) -> None:
-        calls = list(self._calls)
-        for call in calls:
-            call.cancel()
-        if calls:
-            await asyncio.wait(calls, timeout=_CLOSE_TIMEOUT_S)
+        background = [*self._calls, *self._checks]
+        for task in background:
+            task.cancel()
+        if background:
+            await asyncio.wait(background, timeout=_CLOSE_TIMEOUT_S)
         if self._opening is not None:
             await asyncio.wait([self._opening], timeout=self.connect_timeout_s)
+        if self._watch is not None:  # only now: an opening that completes above starts it
+            self._watch.cancel()
+            await asyncio.wait([self._watch])
         if self._active is not None:
             session, self._active = self._active, None
             await self._end(session)
+        if self._retiring:
+            await asyncio.wait(list(self._retiring), timeout=_CLOSE_TIMEOUT_S)
+
+
+async def _probe(client: Client) -> None:
+    """One round trip that only a live server answers: `server/discover` on a 2026-era session (which has no
+    `ping`), `ping` on a handshake-era one. Uncached, unlike the listings."""
+    session = client.session
+    if session.discover_result is not None:
+        await session.send_discover(client.protocol_version)
+    else:
+        await session.send_ping()
 
 
 class _ConnectionLost(Exception):
@@ -346,8 +488,8 @@ _client_lock = threading.Lock()
 
 
 def get_market_data_client() -> MarketDataClient:
-    """The process-wide client of `default_server_target()`: a stdio server starts on the first call and
-    stops at exit; an HTTP server (`MARKET_DATA_MCP_URL`) is only connected to."""
+    """The process-wide client of `default_server_target()`: a stdio server starts on warm-up or the first
+    call and stops at exit; an HTTP server (`MARKET_DATA_MCP_URL`) is only connected to."""
     global _client
     with _client_lock:
         if _client is None:
@@ -375,6 +517,52 @@ async def close_market_data_client() -> None:
         await client.aclose()
 
 
+def warm_up_market_data() -> ConcurrentFuture[bool] | None:
+    """Start the process-wide server in the background, so that the first question does not wait for it.
+
+    Called as a process starts (`manage.py ask`; serving processes wait for it: `start_market_data`); off
+    with `MARKET_DATA_WARM_START=0`. Returns at once, with the start's future (None: not started), and
+    never raises: a failure is logged, and the first call tries again.
+    """
+    if not get_research_config().market_data_warm_start:
+        return None
+    try:
+        return get_market_data_client().start()
+    except MarketDataError as exc:
+        logger.warning("The market data server was not started ahead of use: %s", exc.message)
+        return None
+
+
+async def start_market_data() -> bool:
+    """Start the process-wide server and wait until it answers, at most `MARKET_DATA_WARM_TIMEOUT`: what a
+    serving process does before it accepts its first question (the ASGI lifespan, `runworker`).
+
+    True once the session is open. Past the bound the process serves anyway, and the start goes on in
+    the background (the first market-data call waits for the rest of it); a failed start is logged and
+    the first call tries again. Never raises.
+    """
+    started = warm_up_market_data()
+    if started is None:
+        return False
+    bound = get_research_config().market_data_warm_timeout_s
+    # asyncio.wait, not wait_for: past the bound the start must go on, not be cancelled.
+    waiting = asyncio.wrap_future(started)
+    done, _ = await asyncio.wait({waiting}, timeout=bound)
+    if not done:
+        logger.warning(
+            "The market data server is not up after %g s (MARKET_DATA_WARM_TIMEOUT); serving anyway, the first "
+            "market-data call waits for it.",
+            bound,
+        )
+        return False
+    if waiting.cancelled():  # the client was closed meanwhile
+        return False
+    if waiting.exception() is not None:
+        logger.warning("The market data server did not start.", exc_info=waiting.exception())
+        return False
+    return waiting.result()
+
+
 # --- the route of numerical sub-questions ------------------------------------------------------------
 
 
@@ -383,13 +571,18 @@ async def fetch_market_data(
     data: MarketDataKind,
     *,
     question: str = "",
+    request: MarketDataRequest | None = None,
     timeout_s: float | None = None,
 ) -> MarketDataFinding:
-    """Fetch `data` for each ticker, one tool call per ticker, concurrently.
+    """Fetch `data` for each ticker over the periods of `request` (None: the tools' defaults), one tool call
+    per ticker, concurrently.
 
-    A ticker's failure (bad symbol, no data, rate limit, timeout) is recorded in `errors` and the other
-    tickers still count; only an unreachable server raises `MarketDataUnavailable`.
+    The tools return every period Yahoo has; statements and earnings are cut here to the periods asked
+    for, so the tools keep the contract's signatures. A ticker's failure (bad symbol, no data, nothing in
+    the periods asked, rate limit, timeout) is recorded in `errors` and the other tickers still count;
+    only an unreachable server raises `MarketDataUnavailable`.
     """
+    request = request if request is not None else MarketDataRequest()
     symbols = list(dict.fromkeys(ticker.strip().upper() for ticker in tickers if ticker.strip()))
     finding = MarketDataFinding(tickers=symbols[:MAX_TICKERS], data=data, question=question)
     if not symbols:
@@ -405,7 +598,8 @@ async def fetch_market_data(
                 message=f"Only the first {MAX_TICKERS} tickers of a sub-question are fetched.",
             )
         )
-    tool, arguments, label = _ROUTES[data]
+    tool, fixed_arguments, label = _ROUTES[data]
+    arguments = {**fixed_arguments, **_period_arguments(tool, request)}
     client = get_market_data_client()
     outcomes = await asyncio.gather(
         *(client.call_tool(tool, {"symbol": symbol, **arguments}, timeout_s=timeout_s) for symbol in finding.tickers),
@@ -419,7 +613,12 @@ async def fetch_market_data(
         elif outcome.is_error or outcome.structured_content is None:
             finding.errors.append(_tool_failure(symbol, outcome))
         else:
-            payload = outcome.structured_content
+            payload = _covering(tool, outcome.structured_content, request)
+            if payload is None:
+                finding.errors.append(
+                    ToolFailure(symbol=symbol, code="no_data", message=_nothing_in_range(symbol, label, request))
+                )
+                continue
             finding.results.append(
                 ToolResult(
                     symbol=payload["symbol"],
@@ -427,10 +626,99 @@ async def fetch_market_data(
                     data=payload,
                     as_of=payload.get("as_of"),
                     url=payload["url"],
-                    title=f"Yahoo Finance — {payload['symbol']} {label}",
+                    title=f"Yahoo Finance — {payload['symbol']} {label}{_periods_named(tool, payload, request)}",
                 )
             )
     return finding
+
+
+_RANGE_WORDS = {
+    "1d": "1 day", "5d": "5 days", "1mo": "1 month", "3mo": "3 months", "6mo": "6 months", "ytd": "year to date",
+    "1y": "1 year", "2y": "2 years", "5y": "5 years", "10y": "10 years", "max": "all history",
+}  # fmt: skip
+
+
+def _period_arguments(tool: ToolName, request: MarketDataRequest) -> dict[str, Any]:
+    """The request's periods as the tool's arguments; what it leaves unset is the tool's default."""
+    if tool == "get_financial_statement":
+        return {"frequency": request.frequency} if request.frequency else {}
+    if tool == "get_price_history":
+        arguments: dict[str, Any] = {
+            "period": request.period,
+            "start": request.start.isoformat() if request.start else None,
+            "end": request.end.isoformat() if request.end else None,  # inclusive: the tool adds yfinance's day
+            "interval": request.interval,
+        }
+        return {name: value for name, value in arguments.items() if value is not None}
+    if tool == "get_news" and request.limit is not None:
+        return {"limit": request.limit}
+    return {}
+
+
+def _sliced(request: MarketDataRequest) -> bool:
+    return request.periods is not None or request.start is not None or request.end is not None
+
+
+def _covering(tool: ToolName, payload: dict[str, Any], request: MarketDataRequest) -> dict[str, Any] | None:
+    """The payload cut to the statements or reports asked for, with the request's corrections among its
+    notes (so the answer can say what was given instead); None when no period asked for is there.
+
+    Statements asked for after the newest one reported (a quarter still running, or ended but not yet
+    reported) give the newest one, with a note: the answer can then say what is known so far.
+    """
+    notes = list(request.corrections)
+    if tool == "get_financial_statement" and _sliced(request):
+        full = FinancialStatement.model_validate(payload)
+        statement = full.covering(count=request.periods, start=request.start, end=request.end)
+        if not statement.periods:
+            if request.start is None or request.start <= full.periods[0]:
+                return None
+            statement = full.covering(count=1, start=None, end=None)
+            notes.append(
+                f"No {full.frequency} period from {request.start} to {request.end or 'today'} has been reported yet; "
+                f"the latest one (ending {full.periods[0]}) is given instead."
+            )
+        payload = statement.model_dump(mode="json")
+    elif tool == "get_earnings" and _sliced(request):
+        earnings = Earnings.model_validate(payload).covering(
+            count=request.periods, start=request.start, end=request.end
+        )
+        if not earnings.reported and not earnings.upcoming:
+            return None
+        payload = earnings.model_dump(mode="json")
+    if notes:
+        payload = {**payload, "notes": [*payload.get("notes", []), *notes]}
+    return payload
+
+
+def _periods_named(tool: ToolName, payload: dict[str, Any], request: MarketDataRequest) -> str:
+    """The periods a result covers, for its citation title: ' (quarterly), 3 periods ending 2024-09-30 to
+    2025-03-31', ' (year to date, 2025-01-02 to 2025-06-13)'."""
+    if tool == "get_financial_statement":
+        frequency, periods = payload["frequency"], payload["periods"]
+        if frequency == "ttm":
+            return f" (ttm), twelve months to {periods[0]}"
+        if len(periods) == 1:
+            return f" ({frequency}), period ending {periods[0]}"
+        return f" ({frequency}), {len(periods)} periods ending {periods[-1]} to {periods[0]}"
+    if tool == "get_price_history":
+        first, last = payload["bars"][0]["date"][:10], payload["bars"][-1]["date"][:10]
+        if payload.get("period"):
+            span = f"{_RANGE_WORDS.get(payload['period'], payload['period'])}, {first} to {last}"
+        else:
+            span = f"{payload.get('start') or first} to {payload.get('end') or last}"
+        bars = "" if payload["interval"] == "1d" else f", {payload['interval']} bars"
+        return f" ({span}{bars})"
+    if tool == "get_earnings" and _sliced(request) and payload["reported"]:
+        reported = payload["reported"]
+        return f" ({len(reported)} reports, {reported[-1]['date'][:10]} to {reported[0]['date'][:10]})"
+    return ""
+
+
+def _nothing_in_range(symbol: str, label: str, request: MarketDataRequest) -> str:
+    frequency = f"{request.frequency} " if request.frequency else ""
+    span = f"between {request.start or 'the first'} and {request.end or 'the latest'}"
+    return f"Yahoo Finance has no {frequency}{label} for {symbol} {span}."
 
 
 def _tool_failure(symbol: str, result: CallToolResult) -> ToolFailure:

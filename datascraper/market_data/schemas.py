@@ -9,12 +9,14 @@ inf never reach JSON.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from datascraper.schemas import HistoryInterval as HistoryInterval
 from datascraper.schemas import MarketDataKind
+from datascraper.schemas import StatementFrequency as StatementFrequency
 
 ToolName = Literal[
     "get_quote",
@@ -26,9 +28,7 @@ ToolName = Literal[
     "get_news",
 ]
 StatementKind = Literal["income", "balance", "cash_flow"]
-StatementFrequency = Literal["annual", "quarterly", "ttm"]
 HistoryPeriod = Literal["1d", "5d", "1mo", "3mo", "6mo", "1y", "2y", "5y", "10y", "ytd", "max"]
-HistoryInterval = Literal["1m", "2m", "5m", "15m", "30m", "60m", "90m", "1h", "1d", "5d", "1wk", "1mo", "3mo"]
 ErrorCode = Literal[
     "invalid_symbol",
     "invalid_argument",
@@ -37,6 +37,10 @@ ErrorCode = Literal[
     "upstream_error",
     "timeout",
 ]
+
+# The news tool's default and cap; the router bounds the `limit` it asks for by the same cap.
+MAX_NEWS_ITEMS = 20
+DEFAULT_NEWS_ITEMS = 10
 
 # How many statement lines and history bars a summary shows; the payload itself keeps everything.
 _SUMMARY_STATEMENT_LINES = 15
@@ -163,6 +167,28 @@ class FinancialStatement(MarketDataResult):
     periods: list[date] = Field(description="Period end dates, newest first.")
     lines: list[StatementLine]
 
+    def covering(self, *, count: int | None, start: date | None, end: date | None) -> FinancialStatement:
+        """The periods that end within `start`..`end` (inclusive; None is open), the newest `count` of them.
+
+        Lines left without any value are dropped; `as_of` becomes the newest period kept. No period kept is
+        an empty statement, which the caller reports as no data.
+        """
+        kept = [
+            i
+            for i, period_end in enumerate(self.periods)
+            if (start is None or period_end >= start) and (end is None or period_end <= end)
+        ][:count]
+        if len(kept) == len(self.periods):
+            return self
+        lines = [
+            StatementLine(name=line.name, values=[line.values[i] for i in kept])
+            for line in self.lines
+            if any(line.values[i] is not None for i in kept)
+        ]
+        periods = [self.periods[i] for i in kept]
+        as_of = datetime.combine(periods[0], time.min, UTC) if periods else self.as_of
+        return self.model_copy(update={"periods": periods, "lines": lines, "as_of": as_of})
+
     def summary_lines(self) -> list[str]:
         by_name = {line.name: line for line in self.lines}
         chosen = [by_name[name] for name in _KEY_STATEMENT_LINES if name in by_name]
@@ -185,6 +211,21 @@ class EarningsEvent(_Data):
 class Earnings(MarketDataResult):
     upcoming: list[EarningsEvent] = Field(description="Scheduled reports, soonest first.")
     reported: list[EarningsEvent] = Field(description="Past reports, newest first.")
+
+    def covering(self, *, count: int | None, start: date | None, end: date | None) -> Earnings:
+        """The reports dated within `start`..`end` (inclusive; None is open), the newest `count` past ones.
+        Scheduled reports stay unless a range that ends before them is asked for."""
+
+        def within(event: EarningsEvent) -> bool:
+            day = event.date.date()
+            return (start is None or day >= start) and (end is None or day <= end)
+
+        return self.model_copy(
+            update={
+                "upcoming": [event for event in self.upcoming if within(event)],
+                "reported": [event for event in self.reported if within(event)][:count],
+            }
+        )
 
     def summary_lines(self) -> list[str]:
         lines = [
@@ -302,7 +343,28 @@ RESULT_MODELS: dict[ToolName, type[MarketDataResult]] = {
 }
 
 
-# --- the finding of a numerical sub-question -------------------------------------------------------
+# --- the request and the finding of a numerical sub-question ---------------------------------------
+
+
+class MarketDataRequest(BaseModel):
+    """The periods one numerical sub-question asks market data for, already validated and consistent
+    (`research_engine.periods` builds it). Unset fields are the tools' defaults.
+
+    Statements and earnings: `frequency`, the newest `periods`, and `start`/`end` bounding the period ends.
+    Price history: `period`, or `start`/`end` (never both), and `interval`. News: `limit`. `end` is
+    inclusive, as the tools take it.
+    """
+
+    frequency: StatementFrequency | None = None
+    periods: int | None = None
+    period: HistoryPeriod | None = None
+    start: date | None = None
+    end: date | None = None
+    interval: HistoryInterval | None = None
+    limit: int | None = None
+    corrections: list[str] = Field(
+        default_factory=list, description="What validation changed in what was asked, as sentences for the answer."
+    )
 
 
 class ToolResult(BaseModel):

@@ -9,6 +9,7 @@ the same short form for every failure.
 
 from __future__ import annotations
 
+import logging
 from datetime import date
 from typing import Annotated, Any, get_args
 
@@ -17,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from datascraper.market_data.errors import InvalidArgument, MarketDataError
+from datascraper.market_data.errors import InvalidArgument, MarketDataError, MarketDataUpstreamError
 from datascraper.market_data.schemas import (
     AnalystRatings,
     CompanyProfile,
@@ -33,6 +34,8 @@ from datascraper.market_data.schemas import (
     ToolName,
 )
 from datascraper.market_data.yahoo import DEFAULT_NEWS_ITEMS, MAX_NEWS_ITEMS, YahooFinanceAdapter
+
+logger = logging.getLogger(__name__)
 
 SERVER_NAME = "yahoo-finance"
 INSTRUCTIONS = (
@@ -62,7 +65,10 @@ class MarketDataServer(MCPServer):
                 return error_result(cause)
             if isinstance(cause, ValidationError):
                 return error_result(InvalidArgument(_describe_invalid_arguments(cause)))
-            raise
+            # Anything else (the cache's store failing, say) is our fault, not the caller's: logged here
+            # with its traceback, answered with one sentence.
+            logger.error("The %s tool failed", name, exc_info=cause or exc)
+            return error_result(MarketDataUpstreamError(f"The {name} tool failed; try again shortly."))
 
 
 def error_result(error: MarketDataError) -> CallToolResult:

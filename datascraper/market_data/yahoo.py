@@ -34,6 +34,8 @@ from datascraper.market_data.errors import (
     NoMarketData,
 )
 from datascraper.market_data.schemas import (
+    DEFAULT_NEWS_ITEMS,
+    MAX_NEWS_ITEMS,
     AnalystRatings,
     CompanyProfile,
     Earnings,
@@ -59,8 +61,6 @@ logger = logging.getLogger(__name__)
 
 # Output caps keep a tool result small enough for a prompt.
 MAX_HISTORY_BARS = 250
-MAX_NEWS_ITEMS = 20
-DEFAULT_NEWS_ITEMS = 10
 MAX_STATEMENT_LINES = 80
 MAX_RATING_CHANGES = 10
 EARNINGS_DATES_LIMIT = 12
@@ -578,6 +578,12 @@ def _upstream_failure(exc: Exception, symbol: str, what: str) -> MarketDataError
         return MarketDataRateLimited(f"Yahoo Finance is rate limiting requests; retry the {what} of {symbol} shortly.")
     if isinstance(exc, YFTickerMissingError):
         return NoMarketData(f"Yahoo Finance has no {what} for {symbol}; the symbol may be delisted.")
+    if isinstance(exc, KeyError):
+        # yfinance indexes Yahoo's payload without checking it: for a well-formed symbol Yahoo does not know
+        # (unknown or delisted) the payload is empty, and e.g. `fast_info["lastPrice"]` raises
+        # KeyError('currentTradingPeriod'). Logged, in case it is Yahoo's format changing instead.
+        logger.warning("Yahoo Finance answered the %s of %s without %s", what, symbol, exc)
+        return NoMarketData(f"Yahoo Finance has no {what} for {symbol}; the symbol may be unknown or delisted.")
     if isinstance(exc, YFInvalidPeriodError):
         return InvalidArgument(f"Yahoo Finance does not offer that period and interval for {symbol}.")
     # The traceback only when debugging: upstream failures are routine, and the sentence says enough.

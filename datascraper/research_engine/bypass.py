@@ -2,14 +2,20 @@
 
 Either one streamed web search, or, for a fast-path quote question, the quote itself: the answer is
 composed here from its numbers, citing the Yahoo Finance page as [1], with no model call at all.
+
+In mode auto the web search may start before the analyzer has decided it is the answer (a
+`SpeculativeSearch`): a simple question then pays nothing for the analyzer but the time by which the
+analyzer is slower than the search's first token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Literal
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
@@ -17,7 +23,9 @@ from datascraper.market_data.client import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
 from datascraper.market_data.schemas import Quote
 from datascraper.openai_search import WebSearchStream
+from datascraper.quality_logger import SpeculationOutcome
 from datascraper.query_analyzer import FastPathMatch
+from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent
 
@@ -26,22 +34,103 @@ logger = logging.getLogger(__name__)
 QUOTE_STEP_ID = "q1"
 
 
-async def answer_with_one_search(state: RunState) -> AsyncIterator[ResearchEvent]:
-    """One streamed, web-searched answer, within the run's hard deadline (`DeadlineExceeded` past it).
-
-    On failure part way, the sources so far go out first.
-    """
-    started = time.monotonic()
-    yield StatusEvent(phase="synthesizing", label="Searching the web and writing the answer")
-    stream = WebSearchStream(
+def one_search(state: RunState) -> WebSearchStream:
+    """The run's single web search: the question as asked, with the conversation."""
+    return WebSearchStream(
         state.query.question,
         history=state.query.history,
         model=state.config.research_model,
         ledger=state.ledger,
         today=state.today,
     )
+
+
+class SpeculativeSearch:
+    """The single web search, started while the analyzer decides whether it will be the answer.
+
+    A task reads the stream into a buffer meanwhile. `keep()` makes it the answer: iterated, it gives
+    everything buffered so far at once, as one delta, then the rest as it arrives, and finally raises the
+    stream's named error if it failed. `cancel()` cancels the task and waits for it, which closes the HTTP
+    stream. Either way the outcome, with what a cancelled call cost, is recorded on the run.
+    """
+
+    def __init__(self, state: RunState) -> None:
+        self._state = state
+        self.stream = one_search(state)
+        self._started = time.monotonic()
+        self._buffer: asyncio.Queue[DeltaEvent | None] = asyncio.Queue()  # None: the stream ended
+        self._task = asyncio.create_task(self._read(), name="speculative web search")
+
+    async def _read(self) -> None:
+        try:
+            async for delta in self.stream:
+                self._buffer.put_nowait(delta)
+        finally:
+            self._buffer.put_nowait(None)
+
+    def keep(self) -> SpeculativeSearch:
+        self._state.speculation = self._outcome("kept")
+        return self
+
+    async def cancel(self) -> None:
+        """Stop the search, if still running, and record its cost (tokens only if the provider reported
+        them: a stream closed before `response.completed` reports none)."""
+        await self.close()
+        self._state.speculation = self._outcome("cancelled")
+
+    async def close(self) -> None:
+        """Cancel the task unless it has finished, and wait for it. Idempotent."""
+        if not self._task.done():
+            self._task.cancel()
+        await asyncio.wait([self._task])
+        if not self._task.cancelled():
+            # Retrieved here: a failure of a search nobody reads is not an "exception never retrieved".
+            self._task.exception()
+
+    def _outcome(self, outcome: Literal["kept", "cancelled"]) -> SpeculationOutcome:
+        elapsed_ms = round((time.monotonic() - self._started) * 1000)
+        if outcome == "kept":
+            return SpeculationOutcome(outcome=outcome, elapsed_ms=elapsed_ms)
+        result = self.stream.result
+        return SpeculationOutcome(
+            outcome=outcome,
+            elapsed_ms=elapsed_ms,
+            completed=result.complete,
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+        )
+
+    async def __aiter__(self) -> AsyncIterator[DeltaEvent]:
+        try:
+            while True:
+                items = [await self._buffer.get()]
+                while not self._buffer.empty():
+                    items.append(self._buffer.get_nowait())
+                text = "".join(item.text for item in items if item is not None)
+                if text:
+                    yield DeltaEvent(text=text)
+                if items[-1] is None:
+                    break
+            await self._task  # the stream's named error, if it failed
+        finally:
+            # A consumer that stops early (the deadline, a cancelled run) stops the search with it.
+            await self.close()
+
+
+async def answer_with_one_search(
+    state: RunState, speculation: SpeculativeSearch | None = None
+) -> AsyncIterator[ResearchEvent]:
+    """One streamed, web-searched answer, within the run's hard deadline (`DeadlineExceeded` past it):
+    `speculation`'s, kept, when the search was started before the analyzer decided.
+
+    On failure part way, the sources so far go out first.
+    """
+    started = time.monotonic()
+    yield StatusEvent(phase="synthesizing", label="Searching the web and writing the answer")
+    stream = one_search(state) if speculation is None else speculation.stream
+    deltas = stream if speculation is None else speculation.keep()
     try:
-        async for delta in state.deadline.within(stream):
+        async for delta in state.deadline.within(deltas):
             state.clock.first_token()
             yield delta
     except ResearchError:
@@ -82,11 +171,13 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
             state.quote_fallback = finding.errors[0].code if finding.errors else "no_data"
         else:
             [result] = finding.results
-            answer = compose_quote_answer(match, result.result())
+            quote = result.result()
+            answer = compose_quote_answer(match, quote)
             if answer is None:
                 state.quote_fallback = "incomplete_quote"
             else:
-                state.sources = [Source(n=1, title=result.title, url=result.url, kind="market_data")]
+                source = Source(n=1, title=result.title, url=result.url, kind="market_data", as_of=as_of_text(quote))
+                state.sources = [source]
                 state.market_payloads = [result.data]
     except MarketDataError as exc:
         state.quote_fallback = exc.code

@@ -22,8 +22,9 @@ from datascraper.market_data.client import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
+from datascraper.research_engine.periods import market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
-from datascraper.schemas import Route, StepEvent, UsageLedger
+from datascraper.schemas import Route, StepEvent, SubQuestion, UsageLedger
 
 logger = logging.getLogger(__name__)
 
@@ -125,9 +126,17 @@ async def answer_sub_question(
     if step.route == "market_data":
         emit(StepEvent(sub_question_id=step.id, state="started", route="market_data"))
         assert step.data is not None  # route_sub_question requires it
+        request = step.request
+        if request is None:  # a step of an older checkpoint: its periods are in its wording
+            asked = SubQuestion(question=step.question, type=step.type, data=step.data)
+            request = market_data_request(asked, today=today)
         try:
             market = await fetch_market_data(
-                step.tickers, step.data, question=step.question, timeout_s=config.market_data_timeout_s
+                step.tickers,
+                step.data,
+                question=step.question,
+                request=request,
+                timeout_s=config.market_data_timeout_s,
             )
         except MarketDataError as exc:
             attempt.fallback_reason = exc.code

@@ -9,6 +9,10 @@
                                           ▲── follow-ups, unless stop ◄──┘ │
                                           └─ stop ─► synthesizer ──────────┘
 
+In mode auto the one web search starts together with the analyzer (`SpeculativeSearch`, unless
+RESEARCH_SPECULATIVE_SEARCH=0): kept when the analyzer sees no need to decompose (or fails), its deltas
+following the plan at once; cancelled, its HTTP stream closed, before a plan with sub-questions goes out.
+
 Mode research always takes the sub-questions path: without the analyzer's, the question itself is the one
 sub-question. Follow-ups join the plan, and a new `PlanEvent` names them before their round runs.
 
@@ -29,9 +33,23 @@ from collections.abc import AsyncIterator
 
 from datascraper.errors import DeadlineExceeded, ProviderNotConfigured, ResearchError, UpstreamTimeout
 from datascraper.models_config import ResearchConfig, get_research_config
-from datascraper.quality_logger import RunRecord, SubQuestionOutcome, compute_signals, log_signals, market_values
+from datascraper.quality_logger import (
+    NumberCheck,
+    RunRecord,
+    SubQuestionOutcome,
+    check_numbers,
+    compute_signals,
+    log_signals,
+    market_values,
+)
 from datascraper.query_analyzer import analyze_query, match_fast_path
-from datascraper.research_engine.bypass import QUOTE_STEP_ID, answer_from_quote, answer_with_one_search
+from datascraper.research_engine.bypass import (
+    QUOTE_STEP_ID,
+    SpeculativeSearch,
+    answer_from_quote,
+    answer_with_one_search,
+)
+from datascraper.research_engine.charts import charts_for
 from datascraper.research_engine.executor import execute_round
 from datascraper.research_engine.gap_detector import detect_gaps, run_limit_reached, stop_reason
 from datascraper.research_engine.state import (
@@ -46,6 +64,7 @@ from datascraper.research_engine.state import (
 from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import (
     CheckpointEvent,
+    DeltaEvent,
     PlanEvent,
     QueryAnalysis,
     ResearchEvent,
@@ -82,6 +101,11 @@ async def run_research(
         # A failed run is still measured: what it cost and how far it got travel with the error.
         exc.summary = summarize(state, error=exc.code)
         raise
+    # Numbers cited to market data that nothing returned or computed are shown under the answer, as its
+    # last text: every client (page, /v1, ask) shows deltas, and the stored answer keeps the note.
+    state.answer_note = number_check(state).note()
+    if state.answer_note:
+        yield DeltaEvent(text=state.answer_note)
     yield SourcesEvent(sources=state.sources)
     yield summarize(state)
 
@@ -102,14 +126,22 @@ async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
                 yield event
             return
 
-    yield StatusEvent(phase="analyzing", label="Analyzing the question")
-    steps = await plan_research(state)
-    if state.plan is not None:
-        yield state.plan
-    if not steps:
-        async for event in answer_with_one_search(state):
-            yield event
-        return
+    speculation = SpeculativeSearch(state) if mode == "auto" and state.config.speculative_search else None
+    try:
+        yield StatusEvent(phase="analyzing", label="Analyzing the question")
+        steps = await plan_research(state)
+        if steps and speculation is not None:
+            await speculation.cancel()
+        if state.plan is not None:
+            yield state.plan
+        if not steps:
+            async for event in answer_with_one_search(state, speculation):
+                yield event
+            return
+    finally:
+        # Whatever ended the analysis (a cancelled run, a bug), the search does not outlive it.
+        if speculation is not None:
+            await speculation.close()
     state.mode = "research"
     yield checkpoint(state, steps, asked={_normalized(step.question) for step in steps}, previous_score=None)
     async for event in research_in_rounds(state, steps):
@@ -198,7 +230,7 @@ async def plan_research(state: RunState) -> list[PlannedStep] | None:
     elif not analysis.needs_decomposition or not sub_questions:
         state.plan = PlanEvent(needs_decomposition=False)
         return None
-    steps = plan_steps(sub_questions, first_number=1)
+    steps = plan_steps(sub_questions, first_number=1, today=state.today)
     state.plan = PlanEvent(needs_decomposition=True, sub_questions=[step.public() for step in steps])
     return steps
 
@@ -264,7 +296,7 @@ async def research_in_rounds(
         record.complete, record.score, record.gaps = report.complete, report.score, report.gaps
         record.stop_reason = reason
         if reason is None:
-            steps = plan_steps(follow_ups, first_number=len(state.findings) + 1)
+            steps = plan_steps(follow_ups, first_number=len(state.findings) + 1, today=state.today)
             asked.update(_normalized(step.question) for step in steps)
             record.follow_ups = [step.question for step in steps]
         yield RoundEvent(n=n, complete=report.complete, gaps=report.gaps, follow_ups=record.follow_ups)
@@ -304,7 +336,7 @@ async def execute(state: RunState, steps: list[PlannedStep], n: int) -> AsyncIte
 
 
 async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
-    """The streamed, cited answer from every finding of every round."""
+    """The streamed, cited answer from every finding of every round, after the charts of their market data."""
     started = time.monotonic()
     synthesis = Synthesis(
         state.query.question,
@@ -316,12 +348,16 @@ async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
         ledger=state.ledger,
     )
     state.sources = synthesis.sources
+    state.facts = synthesis.facts
     answered = sum(1 for finding in state.findings if finding.status == "answered")
     yield StatusEvent(
         phase="synthesizing",
         label="Writing the answer",
         detail=f"From {answered} finding{'s' if answered != 1 else ''} and {len(state.sources)} sources",
     )
+    # Charts cite their sources by number, known from here on; they go out before the answer's text.
+    for chart in charts_for(state.findings, state.sources):
+        yield chart
     try:
         async for delta in state.deadline.within(synthesis):
             state.clock.first_token()
@@ -344,13 +380,14 @@ def summarize(state: RunState, *, error: str | None = None) -> RunSummary:
     log_signals(signals)
     return RunSummary(
         mode=state.mode,
-        answer=state.answer,
+        answer=state.answer + state.answer_note,
         sources=state.sources,
         plan=state.plan.payload() if state.plan is not None else {},
         rounds=[record.model_dump(mode="json") for record in state.rounds],
         timings=timings,
         usage=state.ledger,
         signals=signals,
+        facts=state.facts,
     )
 
 
@@ -378,16 +415,13 @@ def run_record(state: RunState, timings: dict[str, int]) -> RunRecord:
                 fallback_reason=state.quote_fallback,
             )
         )
-    payloads = [*state.market_payloads]
-    for finding in state.findings:
-        if finding.market_data is not None:
-            payloads.extend(result.data for result in finding.market_data.results)
     return RunRecord(
         requested_mode=state.query.mode,
         mode=state.mode,
         fast_path=state.fast_path,
         analysis_fallback=state.analysis_fallback,
         quote_fallback=state.quote_fallback,
+        speculation=state.speculation,
         outcomes=outcomes,
         rounds=len(state.rounds),
         max_rounds=state.config.max_iterations,
@@ -398,8 +432,27 @@ def run_record(state: RunState, timings: dict[str, int]) -> RunRecord:
         answer=state.answer,
         sources=state.sources,
         citations_dropped=state.citations_dropped,
-        market_values=market_values(payloads),
+        market_values=market_values(_market_payloads(state)),
+        fact_values=_fact_values(state),
     )
+
+
+def number_check(state: RunState) -> NumberCheck:
+    """The answer's numbers cited to market data, against the payloads and the figures computed from them.
+    The answer as the model wrote it: the note under it is not checked."""
+    return check_numbers(state.answer, state.sources, market_values(_market_payloads(state)), _fact_values(state))
+
+
+def _market_payloads(state: RunState) -> list[dict]:
+    payloads = [*state.market_payloads]
+    for finding in state.findings:
+        if finding.market_data is not None:
+            payloads.extend(result.data for result in finding.market_data.results)
+    return payloads
+
+
+def _fact_values(state: RunState) -> list[float]:
+    return [fact.value for fact in state.facts if fact.value is not None]
 
 
 def _cut_by_deadline(exc: ResearchError, timeout_s: float, state: RunState) -> bool:

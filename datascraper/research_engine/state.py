@@ -14,9 +14,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
-from datascraper.market_data.schemas import MarketDataFinding
+from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
+from datascraper.quality_logger import SpeculationOutcome
+from datascraper.research_engine.periods import market_data_request
 from datascraper.schemas import (
+    Fact,
     MarketDataKind,
     PlanEvent,
     PlannedSubQuestion,
@@ -51,6 +54,9 @@ class PlannedStep(BaseModel):
     route: Route
     tickers: list[str] = Field(default_factory=list)
     data: MarketDataKind | None = None
+    # The validated periods of a market-data step. None in checkpoints written before periods were planned:
+    # the executor then reads them from the question's wording.
+    request: MarketDataRequest | None = None
 
     def public(self) -> PlannedSubQuestion:
         return PlannedSubQuestion(id=self.id, question=self.question, type=self.type, route=self.route)
@@ -65,18 +71,24 @@ def route_sub_question(sub_question: SubQuestion) -> Route:
     return "web_search"
 
 
-def plan_steps(sub_questions: list[SubQuestion], *, first_number: int) -> list[PlannedStep]:
-    return [
-        PlannedStep(
-            id=f"q{n}",
-            question=sq.question.strip(),
-            type=sq.type,
-            route=route_sub_question(sq),
-            tickers=[t.strip().upper() for t in sq.tickers if t.strip()],
-            data=sq.data,
+def plan_steps(sub_questions: list[SubQuestion], *, first_number: int, today: date) -> list[PlannedStep]:
+    """Sub-questions numbered and routed, market-data ones with their periods resolved against `today`
+    (the asker's): fixed at planning, so a resumed run asks for the same periods."""
+    steps = []
+    for n, sq in enumerate(sub_questions, start=first_number):
+        route = route_sub_question(sq)
+        steps.append(
+            PlannedStep(
+                id=f"q{n}",
+                question=sq.question.strip(),
+                type=sq.type,
+                route=route,
+                tickers=[t.strip().upper() for t in sq.tickers if t.strip()],
+                data=sq.data,
+                request=market_data_request(sq, today=today) if route == "market_data" else None,
+            )
         )
-        for n, sq in enumerate(sub_questions, start=first_number)
-    ]
+    return steps
 
 
 class Finding(BaseModel):
@@ -219,12 +231,15 @@ class RunState:
     fast_path: bool = False
     analysis_fallback: str | None = None
     quote_fallback: str | None = None
+    speculation: SpeculationOutcome | None = None  # the web search started while the analyzer decided
     plan: PlanEvent | None = None
     findings: list[Finding] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
     gap_detector_fallback: str | None = None
     answer: str = ""
+    answer_note: str = ""  # shown under the answer: numbers cited to market data that could not be traced
     sources: list[Source] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)  # figures computed from the market data, for the answer
     citations_dropped: int = 0
     market_payloads: list[dict] = field(default_factory=list)  # the quote of a fast-path answer
     deadline: Deadline = field(init=False)  # starts with the state, from `config.run_timeout_s`

@@ -3,7 +3,8 @@
 Each web finding numbers its own sources from 1; before synthesis they are merged with the market data
 pages into one list, deduplicated by URL, and each finding's `[n]` markers are renumbered into it. The
 model then cites that list, and `CitationGuard` checks every marker as the text streams: a marker naming
-no source is dropped before it reaches the user, and counted.
+no source is dropped before it reaches the user, and counted. Figures computed in code from the market
+data (`facts`) follow the findings, citing the same numbers.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.market_data.schemas import MarketDataFinding
+from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
+from datascraper.research_engine.as_of import as_of_text
+from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import ChatTurn, DeltaEvent, Source, SourceKind, UsageLedger
+from datascraper.schemas import ChatTurn, DeltaEvent, Fact, Source, SourceKind, UsageLedger
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
@@ -37,16 +40,21 @@ class SourceBook:
     def __init__(self) -> None:
         self._by_url: dict[str, Source] = {}
 
-    def add(self, title: str, url: str, kind: SourceKind) -> int:
+    def add(self, title: str, url: str, kind: SourceKind, as_of: str | None = None) -> int:
         key = clean_url(url)
         source = self._by_url.get(key)
         if source is None:
-            source = self._by_url[key] = Source(n=len(self._by_url) + 1, title=title, url=key, kind=kind)
+            n = len(self._by_url) + 1
+            source = self._by_url[key] = Source(n=n, title=title, url=key, kind=kind, as_of=as_of)
         return source.n
+
+    def add_market_data(self, result: ToolResult, data: MarketDataResult) -> int:
+        """A tool result (`data`, its typed payload) as a source, as of the time its figures describe."""
+        return self.add(result.title, result.url, "market_data", as_of_text(data))
 
     def renumber(self, text: str, sources: Sequence[Source]) -> str:
         """`text` citing `sources` by their own numbers, rewritten to cite this book."""
-        numbers = {source.n: self.add(source.title, source.url, source.kind) for source in sources}
+        numbers = {source.n: self.add(source.title, source.url, source.kind, source.as_of) for source in sources}
         return _MARKER.sub(lambda m: f"[{numbers[int(m[1])]}]" if int(m[1]) in numbers else "", text)
 
     @property
@@ -54,10 +62,42 @@ class SourceBook:
         return list(self._by_url.values())
 
 
-def render_findings(findings: Sequence[Finding], book: SourceBook) -> str:
-    """The findings in plan order, citing `book`; registers their sources as it goes."""
-    ordered = sorted(findings, key=lambda finding: int(finding.step.id.removeprefix("q")))
-    return "\n\n".join(_render_finding(finding, book) for finding in ordered)
+def render_findings(findings: Sequence[Finding], book: SourceBook, facts: Sequence[Fact] = ()) -> str:
+    """The findings in plan order, then the figures computed from their market data, citing `book`;
+    registers their sources as it goes."""
+    blocks = [_render_finding(finding, book) for finding in _in_plan_order(findings)]
+    if facts:
+        blocks.append(render_facts(facts, book))
+    return "\n\n".join(blocks)
+
+
+def facts_of(findings: Sequence[Finding]) -> list[Fact]:
+    """The figures computed from the market data the findings answered with, in plan order."""
+    return compute_facts(
+        [f.market_data for f in _in_plan_order(findings) if f.status == "answered" and f.market_data is not None]
+    )
+
+
+def render_facts(facts: Sequence[Fact], book: SourceBook) -> str:
+    """Each fact with the sources of its inputs, which it numbers (`FactSource.n`) as `book` does: the
+    sources of the findings rendered before, so the same numbers."""
+    lines = []
+    for fact in facts:
+        for item in fact.inputs:
+            item.source.n = book.add(item.source.title, item.source.url, "market_data")
+        cites = "".join(f"[{n}]" for n in dict.fromkeys(item.source.n for item in fact.inputs))
+        if fact.value is None:
+            line = prompts.FACT_NOT_MEANINGFUL.format(id=fact.id, label=fact.label, note=fact.note, cites=cites)
+        else:
+            line = prompts.FACT_LINE.format(
+                id=fact.id, label=fact.label, value=shown(fact), formula=fact.formula, cites=cites
+            )
+        lines.append(line)
+    return prompts.FACTS_FOR_SYNTHESIS.format(facts="\n".join(lines))
+
+
+def _in_plan_order(findings: Sequence[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda finding: int(finding.step.id.removeprefix("q")))
 
 
 def _render_finding(finding: Finding, book: SourceBook) -> str:
@@ -89,12 +129,11 @@ def _render_market_data(market: MarketDataFinding, book: SourceBook) -> str:
         payload = json.dumps(result.data, separators=(",", ":"), default=str)
         if len(payload) > MARKET_DATA_PAYLOAD_CHARS:
             payload = payload[:MARKET_DATA_PAYLOAD_CHARS] + " […]"
-        as_of = typed.as_of or typed.retrieved_at
         blocks.append(
             prompts.MARKET_DATA_RESULT.format(
-                n=book.add(result.title, result.url, "market_data"),
+                n=book.add_market_data(result, typed),
                 title=result.title,
-                as_of=as_of.isoformat(),
+                as_of=as_of_text(typed),
                 currency=typed.currency or "n/a",
                 summary=typed.summary_text(),
                 payload=payload,
@@ -107,7 +146,12 @@ def _render_market_data(market: MarketDataFinding, book: SourceBook) -> str:
 
 
 def render_source_list(sources: Sequence[Source]) -> str:
-    return "\n".join(f"[{s.n}] {s.title} — {s.url} ({s.kind.replace('_', ' ')})" for s in sources)
+    return "\n".join(f"[{s.n}] {s.title} — {s.url} ({_source_kind(s)})" for s in sources)
+
+
+def _source_kind(source: Source) -> str:
+    kind = source.kind.replace("_", " ")
+    return f"{kind}, as of {source.as_of}" if source.as_of else kind
 
 
 # --- the citation check, while streaming ------------------------------------------------------------------
@@ -155,7 +199,8 @@ class CitationGuard(StreamRewriter):
 
 
 class Synthesis:
-    """The final answer from `findings`, iterated as `DeltaEvent`s; `sources` is known before it starts.
+    """The final answer from `findings`, iterated as `DeltaEvent`s; `sources` and `facts` (the figures
+    computed from the market data, which the answer may cite) are known before it starts.
 
     On failure part way the held-back text is yielded first, then the named error is raised, so the
     caller can store the partial answer with its sources.
@@ -173,7 +218,8 @@ class Synthesis:
         ledger: UsageLedger,
     ) -> None:
         self._book = SourceBook()
-        findings_text = render_findings(findings, self._book)
+        self.facts = facts_of(findings)
+        findings_text = render_findings(findings, self._book, self.facts)
         self.sources = self._book.sources
         self.prompt = prompts.SYNTHESIS_INPUT.format(
             time_context=prompts.time_context(today, timezone),

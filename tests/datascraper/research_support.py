@@ -73,8 +73,11 @@ def requests_of(fake: FakeOpenAIServer, predicate) -> list[RecordedRequest]:
 # --- scripting ---------------------------------------------------------------------------------------------
 
 
-def sub(question: str, type: str = "qualitative", tickers: Sequence[str] = (), data: str | None = None) -> SubQuestion:
-    return SubQuestion(question=question, type=type, tickers=list(tickers), data=data)
+def sub(
+    question: str, type: str = "qualitative", tickers: Sequence[str] = (), data: str | None = None, **periods: object
+) -> SubQuestion:
+    """A sub-question as the analyzer writes it; `periods` are its period fields (frequency, start, ...)."""
+    return SubQuestion(question=question, type=type, tickers=list(tickers), data=data, **periods)
 
 
 def script_analysis(fake: FakeOpenAIServer, *sub_questions: SubQuestion, needs_decomposition: bool = True) -> None:

@@ -6,6 +6,7 @@ import socket
 from typing import Literal
 
 import pytest
+from openai.lib._parsing._responses import type_to_text_format_param
 from pydantic import BaseModel
 
 from datascraper.errors import (
@@ -107,6 +108,15 @@ async def test_parse_structured_returns_the_schema_object_and_records_usage(fake
     assert request.body["reasoning"] == {"effort": "low"}
     assert "temperature" not in request.body
     assert request.instructions == "Plan the research."
+
+
+async def test_parse_structured_sends_the_sdk_strict_schema_on_every_call(fake_openai):
+    await plan(UsageLedger())
+    await plan(UsageLedger())
+
+    expected = type_to_text_format_param(Plan)  # what `responses.parse(text_format=Plan)` sends
+    assert [request.body["text"]["format"] for request in fake_openai.requests] == [expected, expected]
+    assert expected["name"] == "Plan" and expected["strict"] is True
 
 
 async def test_parse_structured_sends_no_reasoning_to_a_chat_model(fake_openai):

@@ -13,13 +13,13 @@ from datascraper.quality_logger import (
     citation_integrity,
     compute_signals,
     log_signals,
+    check_numbers,
     market_values,
-    unmatched_numbers,
 )
 from datascraper.errors import UpstreamError
 from datascraper.schemas import ModelUsage, Source, UsageLedger
-from tests.datascraper.research_support import gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, sub, summary_of
-from tests.fakes.openai_server import ErrorReply, JsonReply, Sentence, TextReply, has_web_search
+from tests.datascraper.research_support import gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, searched, sub, summary_of
+from tests.fakes.openai_server import ErrorReply, JsonReply, Sentence, TextReply
 
 YAHOO = Source(n=1, title="Yahoo Finance — AAPL quote", url="https://finance.yahoo.com/quote/AAPL", kind="market_data")
 REUTERS = Source(n=2, title="Reuters", url="https://www.reuters.com/a", kind="web")
@@ -59,9 +59,53 @@ def test_market_values_are_every_finite_number_of_the_payloads_by_absolute_value
     ],
 )
 def test_numbers_citing_market_data_must_match_a_market_data_value(sentence, checked, unmatched):
-    result = unmatched_numbers(sentence, [YAHOO, REUTERS], market_values([QUOTE]))
+    result = check_numbers(sentence, [YAHOO, REUTERS], market_values([QUOTE])).signal()
 
-    assert result == {"checked": checked, "unmatched": len(unmatched), "unmatched_values": unmatched}
+    assert result == {
+        "checked": checked,
+        "computed": 0,
+        "unmatched": len(unmatched),
+        "unmatched_values": [{"value": value, "sources": [1]} for value in unmatched],
+    }
+
+
+@pytest.mark.parametrize(
+    ("sentence", "computed"),
+    [
+        ("Revenue grew 2.02% [1].", 1),  # as computed: 2.021994...
+        ("Revenue grew 2.0% [1].", 1),  # rounded to one decimal: within 0.1 of it
+        ("Revenue grew 2% [1].", 1),
+        ("Revenue fell 4.01% [1].", 1),  # a negative figure, written as a fall
+        ("Revenue grew 2.1% [1].", 1),  # one unit of the last digit: rounded again from a shown 2.05 say
+        ("Revenue grew 2.2% [1].", 0),  # more than one unit off
+        ("Revenue grew 2.04% [1].", 0),
+    ],
+)
+def test_a_number_matching_a_computed_figure_within_the_precision_written_counts_as_computed(sentence, computed):
+    check = check_numbers(sentence, [YAHOO], market_values([{"price": 196.45}]), computed=[2.021994, -4.0141])
+
+    assert (check.checked, check.computed, len(check.untraced)) == (1, computed, 1 - computed)
+
+
+def test_untraced_numbers_are_listed_with_their_markers_in_a_note():
+    answer = "AAPL trades at $197.10 [1]. It grew 12.3% [1][2]. Reuters says 40% [2]. Again $197.10 [1]."
+
+    check = check_numbers(answer, [YAHOO, REUTERS], market_values([QUOTE]))
+
+    assert check.signal()["unmatched_values"] == [
+        {"value": "$197.10", "sources": [1]},
+        {"value": "12.3%", "sources": [1]},
+        {"value": "$197.10", "sources": [1]},
+    ]
+    assert check.note() == (
+        "\n\nNote: $197.10 [1], 12.3% [1] could not be traced to the market data cited; check them against the sources."
+    )
+
+
+def test_an_answer_whose_numbers_all_trace_has_no_note():
+    check = check_numbers("AAPL trades at $196.45 [1].", [YAHOO], market_values([QUOTE]))
+
+    assert check.note() == "" and check.signal()["unmatched"] == 0
 
 
 def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
@@ -103,7 +147,7 @@ def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
     assert signals["by_model"]["gpt-5-mini"]["reasoning_tokens"] == 8
     assert (signals["sources"], signals["distinct_domains"]) == (3, 2)
     assert signals["citations"]["uncited_sources"] == [3]
-    assert signals["numbers"] == {"checked": 1, "unmatched": 0, "unmatched_values": []}
+    assert signals["numbers"] == {"checked": 1, "computed": 0, "unmatched": 0, "unmatched_values": []}
 
 
 def test_signals_are_logged_as_one_json_line(caplog):
@@ -122,7 +166,10 @@ async def test_a_research_run_stores_and_logs_its_signals(fake_openai, market_da
         sub("Apple news?"),
         sub("Better or worse?", "analytical"),
     )
-    fake_openai.script(TextReply([Sentence("Apple launched a phone.", cites=[(REUTERS.url, "Reuters")])]), when=has_web_search)
+    fake_openai.script(
+        TextReply([Sentence("Apple launched a phone.", cites=[(REUTERS.url, "Reuters")])]),
+        when=searched("Apple news?"),
+    )
     script_gaps(fake_openai, gaps(9, complete=True))
     script_synthesis(fake_openai, "AAPL trades at 196.45 USD [1], not 250.00 USD [1]. News [2].")
 
@@ -135,11 +182,17 @@ async def test_a_research_run_stores_and_logs_its_signals(fake_openai, market_da
     assert signals["sub_questions"]["by_route"] == {"market_data": 1, "web_search": 1, "synthesis": 1}
     assert (signals["market_data_hits"], signals["web_hits"], signals["fallbacks"]) == (1, 1, 0)
     assert (signals["rounds"], signals["stop_reason"], signals["completed_early"]) == (1, "complete", True)
-    assert signals["model_calls"] == 4
+    assert signals["model_calls"] == 5  # the web search started with the analyzer, then cancelled, is one
+    assert signals["speculative_search"]["outcome"] == "cancelled"
     assert set(signals["by_model"]) == {"gpt-5-mini", "gpt-5.2-chat-latest"}
     assert (signals["sources"], signals["distinct_domains"]) == (2, 2)
     assert signals["citations"] == {"markers": 3, "resolved": 3, "unresolved": 0, "uncited_sources": []}
-    assert signals["numbers"] == {"checked": 2, "unmatched": 1, "unmatched_values": ["250.00"]}
+    assert signals["numbers"] == {
+        "checked": 2,
+        "computed": 0,
+        "unmatched": 1,
+        "unmatched_values": [{"value": "250.00", "sources": [1]}],
+    }
     [line] = [r for r in caplog.records if r.name == "datascraper.quality"]
     assert json.loads(line.getMessage())["stop_reason"] == "complete"
 

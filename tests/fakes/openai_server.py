@@ -159,6 +159,7 @@ class RecordedRequest:
     ended_at: float | None = None
     status: int | None = None
     reply: Reply | None = None
+    client_closed: bool = False  # the client went away before the reply was complete (seen while pausing)
 
     @property
     def model(self) -> str | None:
@@ -655,6 +656,7 @@ class FakeOpenAIServer:
                 await exchange.respond_json(500, ErrorReply(500).body())
                 request.status = 500
         finally:
+            request.client_closed = exchange.disconnected
             if request.ended_at is None:
                 request.mark_ended()
 

@@ -5,6 +5,8 @@ Everything is deterministic and anchored at `TODAY`. Some symbols script failure
 | symbol  | behaviour                                                        |
 |---------|------------------------------------------------------------------|
 | EMPTY   | empty frames, empty info, no news (yfinance's "no data" shapes)  |
+| NOSUCH  | a well-formed symbol Yahoo does not know: EMPTY's shapes, but    |
+|         | `fast_info` prices and currency raise KeyError, as yfinance's do |
 | NANS    | finite price, but NaN and inf in the other figures               |
 | LIMIT   | raises yfinance's `YFRateLimitError`                             |
 | BOOM    | raises a generic exception, as a broken connection would         |
@@ -116,6 +118,16 @@ class FakeYahoo:
             os._exit(17)
 
 
+class UnknownSymbolFastInfo:
+    """yfinance's `FastInfo` for a symbol Yahoo does not know: the chart metadata is empty, and the lazy
+    properties index it anyway (`lastPrice` needs 'currentTradingPeriod', `currency` needs 'currency')."""
+
+    _MISSING = {"currency": "currency", "lastPrice": "currentTradingPeriod", "previousClose": "currentTradingPeriod"}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise KeyError(self._MISSING.get(key, "currentTradingPeriod"))
+
+
 class FakeTicker:
     """The members of `yfinance.Ticker` the adapter reads, with yfinance 1.7's shapes."""
 
@@ -127,14 +139,17 @@ class FakeTicker:
         self._scale = 1.0 if symbol == "AAPL" else 0.2 + (seed % 1000) / 250
         self._price = 196.45 if symbol == "AAPL" else round(20 + seed % 480 + (seed % 100) / 100, 2)
         self._seed = seed
-        self._empty = symbol == "EMPTY"
+        self._unknown = symbol == "NOSUCH"
+        self._empty = symbol == "EMPTY" or self._unknown
         self._nans = symbol == "NANS"
 
     # --- prices -----------------------------------------------------------------------------------
 
     @property
-    def fast_info(self) -> dict[str, Any]:
+    def fast_info(self) -> dict[str, Any] | UnknownSymbolFastInfo:
         self._yahoo.access(self.ticker, "fast_info")
+        if self._unknown:
+            return UnknownSymbolFastInfo()
         if self._empty:
             return {"currency": None, "lastPrice": float("nan"), "previousClose": None}
         closes = self._closes(260)

@@ -15,8 +15,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from chat.schemas import MAX_QUESTION_CHARS, known_timezone
 from chat.services.completions import format_sources
 from datascraper.errors import ResearchError
+from datascraper.market_data.client import warm_up_market_data
+from datascraper.models_config import get_research_config
 from datascraper.research_engine import run_research
 from datascraper.schemas import (
+    ChartEvent,
     CheckpointEvent,
     DeltaEvent,
     Mode,
@@ -67,6 +70,8 @@ class Command(BaseCommand):
         quiet = cast(int, options["verbosity"]) < 2
         if quiet:
             logging.disable(logging.INFO)
+        if get_research_config().is_configured:
+            warm_up_market_data()  # starts while the question is analysed
         try:
             asyncio.run(self.ask(ResearchQuery(question=question, mode=mode, timezone=timezone)))
         except KeyboardInterrupt:
@@ -103,8 +108,9 @@ class Command(BaseCommand):
         self.stderr.flush()
 
 
-def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent) -> str:
-    """One line of stderr progress for a phase, the plan, a sub-question step or a research round."""
+def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent | ChartEvent) -> str:
+    """One line of stderr progress for a phase, the plan, a sub-question step, a research round or a chart
+    (summarised: a terminal does not draw it)."""
     if isinstance(event, StatusEvent):
         return f"» {event.label}" + (f" — {event.detail}" if event.detail else "")
     if isinstance(event, PlanEvent):
@@ -117,6 +123,9 @@ def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent) -> st
     if isinstance(event, StepEvent):
         timing = f", {event.elapsed_ms} ms" if event.state != "started" else ""
         return f"  {STEP_MARKS[event.state]} {event.sub_question_id} {event.state} ({event.route}{timing})"
+    if isinstance(event, ChartEvent):
+        points = sum(len(series.points) for series in event.series)
+        return f"  chart: {event.title} ({event.kind}, {points} points, as of {event.as_of}) [{event.source_n}]"
     if event.complete:
         verdict = "complete"
     else:

@@ -54,6 +54,7 @@ def launcher_parameters(*args: str, django: bool = False) -> StdioServerParamete
 ERROR_CASES = [
     ("XX$", "invalid_symbol"),
     ("EMPTY", "no_data"),
+    ("NOSUCH", "no_data"),
     ("LIMIT", "rate_limited"),
     ("BOOM", "upstream_error"),
     ("HANG", "timeout"),

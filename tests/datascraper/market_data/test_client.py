@@ -44,19 +44,29 @@ def installed(server: MarketDataServer) -> Iterator[MarketDataClient]:
     ("data", "tool", "upstream", "title"),
     [
         ("quote", "get_quote", "fast_info", "Yahoo Finance — AAPL quote"),
-        ("price_history", "get_price_history", "history", "Yahoo Finance — AAPL price history (1 month)"),
+        (
+            "price_history",
+            "get_price_history",
+            "history",
+            "Yahoo Finance — AAPL price history (1 month, 2025-05-16 to 2025-06-13)",
+        ),
         (
             "income_statement",
             "get_financial_statement",
             "income:yearly",
-            "Yahoo Finance — AAPL income statement (annual)",
+            "Yahoo Finance — AAPL income statement (annual), 4 periods ending 2021-09-30 to 2024-09-30",
         ),
-        ("balance_sheet", "get_financial_statement", "balance:yearly", "Yahoo Finance — AAPL balance sheet (annual)"),
+        (
+            "balance_sheet",
+            "get_financial_statement",
+            "balance:yearly",
+            "Yahoo Finance — AAPL balance sheet (annual), 4 periods ending 2021-09-30 to 2024-09-30",
+        ),
         (
             "cash_flow",
             "get_financial_statement",
             "cash_flow:yearly",
-            "Yahoo Finance — AAPL cash flow statement (annual)",
+            "Yahoo Finance — AAPL cash flow statement (annual), 4 periods ending 2021-09-30 to 2024-09-30",
         ),
         ("earnings", "get_earnings", "earnings_dates", "Yahoo Finance — AAPL earnings"),
         ("analyst_ratings", "get_analyst_ratings", "recommendations_summary", "Yahoo Finance — AAPL analyst ratings"),
@@ -134,7 +144,8 @@ async def test_the_summary_gives_numbers_with_as_of_dates_and_pages(installed: M
     finding = await fetch_market_data(["AAPL", "EMPTY"], "income_statement")
 
     summary = finding.summary_text()
-    assert "Yahoo Finance — AAPL income statement (annual) (as of 2024-09-30, currency USD;" in summary
+    title = "Yahoo Finance — AAPL income statement (annual), 4 periods ending 2021-09-30 to 2024-09-30"
+    assert f"{title} (as of 2024-09-30, currency USD;" in summary
     assert "https://finance.yahoo.com/quote/AAPL/financials" in summary
     assert "Total Revenue: 391.04B, 383.29B, 394.33B, 365.82B" in summary
     assert "EMPTY: no_data: Yahoo Finance has no annual income statement for EMPTY." in summary

@@ -87,7 +87,7 @@ def test_research_runs_on_several_event_loops_share_one_server(stdio_client: Mar
 async def test_a_dead_server_is_restarted_once_by_the_next_call_then_stopped_on_close(tmp_path: Path) -> None:
     pid_file, broken = tmp_path / "server.pid", tmp_path / "broken"
     launcher = launcher_parameters("--pid-file", str(pid_file), "--fail-start-if", str(broken))
-    client = MarketDataClient(launcher, call_timeout_s=10)
+    client = MarketDataClient(launcher, call_timeout_s=10, restart_backoff_s=1.0)
     try:
         assert not (await client.call_tool("get_quote", {"symbol": "AAPL"})).is_error
         first = read_pid(pid_file)
@@ -101,12 +101,17 @@ async def test_a_dead_server_is_restarted_once_by_the_next_call_then_stopped_on_
         with pytest.raises(MarketDataUnavailable):
             await client.call_tool("get_quote", {"symbol": "AAPL"})
 
+        # Two failures in a row: the next start waits out the backoff, and calls meanwhile fail fast.
         broken.unlink()
+        with pytest.raises(MarketDataUnavailable) as backing_off:
+            await client.call_tool("get_quote", {"symbol": "MSFT"})
+        await asyncio.sleep(1.0)
         recovered = await client.call_tool("get_quote", {"symbol": "MSFT"})
         last = read_pid(pid_file)
     finally:
         await client.aclose()
 
+    assert "the next start is in" in backing_off.value.message
     assert not restarted.is_error and second != first and not is_running(first)
     assert not recovered.is_error and last not in (first, second)
     assert not is_running(last)

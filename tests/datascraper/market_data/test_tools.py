@@ -11,8 +11,10 @@ import pytest
 from mcp_types import CallToolResult, TextContent
 
 from datascraper.market_data.schemas import RESULT_MODELS
-from datascraper.market_data.yahoo import MAX_HISTORY_BARS, MAX_NEWS_ITEMS
+from datascraper.market_data.yahoo import MAX_HISTORY_BARS, MAX_NEWS_ITEMS, YahooFinanceAdapter
+from datascraper.market_data.server import build_server
 from tests.datascraper.market_data.support import ERROR_CASES, InMemoryMCP
+from tests.fakes.yfinance import FakeYahoo
 
 TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get_quote", {"symbol": "AAPL"}),
@@ -232,6 +234,49 @@ async def test_a_failed_currency_lookup_leaves_the_currency_empty_not_the_figure
     assert not result.is_error, result.content
     assert result.structured_content["currency"] is None
     assert result.structured_content[figures]
+
+
+@pytest.mark.parametrize(("tool", "arguments"), TOOL_CALLS)
+async def test_a_well_formed_symbol_yahoo_does_not_know_is_no_data_for_every_tool(
+    mcp_client: InMemoryMCP, tool: str, arguments: dict[str, Any]
+) -> None:
+    result = await mcp_client.call_tool(tool, {**arguments, "symbol": "NOSUCH"})
+
+    code, text = error_of(result)
+    assert code == "no_data" and "NOSUCH" in text
+
+
+@pytest.mark.parametrize(("tool", "arguments"), TOOL_CALLS)
+async def test_a_malformed_symbol_is_invalid_symbol_for_every_tool_without_asking_yahoo(
+    mcp_client: InMemoryMCP, fake_yahoo: FakeYahoo, tool: str, arguments: dict[str, Any]
+) -> None:
+    result = await mcp_client.call_tool(tool, {**arguments, "symbol": "AAPL; DROP"})
+
+    assert error_of(result)[0] == "invalid_symbol"
+    assert fake_yahoo.calls == []
+
+
+async def test_an_unknown_symbols_quote_is_no_data_not_yfinances_key_error(mcp_client: InMemoryMCP) -> None:
+    # yfinance's fast_info raises KeyError('currentTradingPeriod') for it, which was once an upstream_error.
+    result = await mcp_client.call_tool("get_quote", {"symbol": "nosuch"})
+
+    assert error_of(result) == (
+        "no_data",
+        "no_data: Yahoo Finance has no quote for NOSUCH; the symbol may be unknown or delisted.",
+    )
+
+
+async def test_an_unexpected_failure_is_one_sentence_not_a_traceback(
+    adapter: YahooFinanceAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_quote(symbol: str) -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(adapter, "quote", broken_quote)
+
+    result = await InMemoryMCP(build_server(adapter)).call_tool("get_quote", {"symbol": "AAPL"})
+
+    assert error_of(result) == ("upstream_error", "upstream_error: The get_quote tool failed; try again shortly.")
 
 
 async def test_an_unknown_tool_is_an_invalid_argument_error(mcp_client: InMemoryMCP) -> None:

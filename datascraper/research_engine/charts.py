@@ -1,0 +1,187 @@
+"""Charts of the run's market data: price histories as lines of closes, statement lines as bars per
+period. The points are the tool output as it came, never a model's reading of it.
+
+A chart names the source of its figures by its number in the answer's source list, which is only known
+once every round is done (web and market data sources are numbered together, in plan order): so charts
+are built when the synthesizer has numbered the sources, and go out before the answer's first delta.
+One chart per sub-question and statement line, with a series per ticker, so that a comparison is one
+chart; tickers reported in different currencies get a chart each. Bounded: `MAX_CHARTS` per run,
+`MAX_POINTS` per series.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+from datascraper.market_data.schemas import FinancialStatement, MarketDataResult, PriceHistory, humanize
+from datascraper.openai_search import clean_url
+from datascraper.research_engine.as_of import as_of_moment, as_of_text, bar_label, period_label
+from datascraper.research_engine.state import Finding
+from datascraper.schemas import ChartEvent, ChartSeries, Source
+
+logger = logging.getLogger(__name__)
+
+MAX_CHARTS = 4
+MAX_POINTS = 300
+MAX_LINES_PER_STATEMENT = 2
+
+# Statement lines a sub-question asks about, by the words it uses. Longer phrases come first and are
+# consumed, so "gross profit" is not also "profit" and "free cash flow" not also "cash".
+_LINES_ASKED: tuple[tuple[str, str], ...] = (
+    (r"gross (profit|margin)", "GrossProfit"),
+    (r"operating (income|profit|margin)", "OperatingIncome"),
+    (r"ebitda", "EBITDA"),
+    (r"earnings per share|\beps\b", "DilutedEPS"),
+    (r"free cash ?flow|\bfcf\b", "FreeCashFlow"),
+    (r"operating cash ?flow|cash flow from operations", "OperatingCashFlow"),
+    (r"capex|capital expenditures?", "CapitalExpenditure"),
+    (r"net (income|profit|earnings)|\bprofits?\b|\bearnings\b", "NetIncome"),
+    (r"revenues?|\bsales\b|top line", "TotalRevenue"),
+    (r"\bdebt\b", "TotalDebt"),
+    (r"\bassets\b", "TotalAssets"),
+    (r"\bliabilities\b", "TotalLiabilitiesNetMinorityInterest"),
+    (r"\bequity\b", "StockholdersEquity"),
+    (r"\bcash\b", "CashAndCashEquivalents"),
+)
+# When the question names none of a statement's lines: the first of these that the statement has.
+_HEADLINE_LINES = {
+    "income": ("TotalRevenue", "NetIncome"),
+    "balance": ("TotalAssets", "TotalDebt"),
+    "cash_flow": ("FreeCashFlow", "OperatingCashFlow"),
+}
+_PER_SHARE_LINES = frozenset({"BasicEPS", "DilutedEPS"})
+R = TypeVar("R", PriceHistory, FinancialStatement)
+
+
+def charts_for(findings: Sequence[Finding], sources: Sequence[Source]) -> list[ChartEvent]:
+    """The charts of `findings`' market data, in the order of their sources, ids `c1`, `c2`, ...
+
+    The same findings and sources give the same charts, so a resumed run sends them again unchanged.
+    """
+    numbers = {source.url: source.n for source in sources}
+    charts: list[ChartEvent] = []
+    for finding in findings:
+        if finding.market_data is None:
+            continue
+        try:
+            charts.extend(_charts_of(finding, numbers))
+        except Exception:
+            # Charts are extra: a bug drawing one must not cost the run its answer.
+            logger.exception("Could not chart the market data of sub-question %s", finding.step.id)
+    charts.sort(key=lambda chart: chart.source_n)
+    charts = charts[:MAX_CHARTS]
+    for n, chart in enumerate(charts, start=1):
+        chart.id = f"c{n}"
+    return charts
+
+
+def _charts_of(finding: Finding, numbers: dict[str, int]) -> list[ChartEvent]:
+    assert finding.market_data is not None
+    numbered = [
+        (result.result(), numbers[clean_url(result.url)])
+        for result in finding.market_data.results
+        if clean_url(result.url) in numbers
+    ]
+    histories = [(typed, n) for typed, n in numbered if isinstance(typed, PriceHistory)]
+    statements = [(typed, n) for typed, n in numbered if isinstance(typed, FinancialStatement)]
+    charts = []
+    for group in _by_currency(histories):
+        charts.extend(_price_chart(group))
+    for group in _by_currency(statements):
+        charts.extend(_statement_charts(group, finding.step.question))
+    return charts
+
+
+def _by_currency(results: list[tuple[R, int]]) -> list[list[tuple[R, int]]]:
+    groups: dict[str | None, list[tuple[R, int]]] = {}
+    for result, n in results:
+        groups.setdefault(result.currency, []).append((result, n))
+    return list(groups.values())
+
+
+def _price_chart(histories: list[tuple[PriceHistory, int]]) -> list[ChartEvent]:
+    series = [
+        ChartSeries(
+            name=history.symbol,
+            source_n=n,
+            points=_bounded([(bar_label(bar, history), bar.close) for bar in history.bars if bar.close is not None]),
+        )
+        for history, n in histories
+    ]
+    series = [one for one in series if one.points]
+    if not series:
+        return []
+    return [
+        ChartEvent(
+            id="",
+            title=f"{' vs '.join(one.name for one in series)} closing price",
+            kind="line",
+            unit=histories[0][0].currency or "",
+            as_of=_newest(history for history, _ in histories),
+            source_n=series[0].source_n,
+            series=series,
+        )
+    ]
+
+
+def _statement_charts(statements: list[tuple[FinancialStatement, int]], question: str) -> list[ChartEvent]:
+    first = statements[0][0]
+    present = {line.name for statement, _ in statements for line in statement.lines}
+    charts = []
+    for name in lines_asked(question, first.statement, present):
+        series = []
+        for statement, n in statements:
+            values = next((line.values for line in statement.lines if line.name == name), [])
+            points = [
+                (period_label(end, statement.frequency), value)
+                for end, value in zip(statement.periods, values, strict=False)
+                if value is not None
+            ]
+            if points:
+                # Statements list the newest period first; charts read left to right, oldest first.
+                series.append(ChartSeries(name=statement.symbol, source_n=n, points=_bounded(points[::-1])))
+        if not series:
+            continue
+        currency = first.currency or ""
+        charts.append(
+            ChartEvent(
+                id="",
+                title=f"{humanize(name)} ({first.frequency}): {' vs '.join(one.name for one in series)}",
+                kind="bars",
+                unit=f"{currency} per share".strip() if name in _PER_SHARE_LINES else currency,
+                as_of=_newest(statement for statement, _ in statements),
+                source_n=series[0].source_n,
+                series=series,
+            )
+        )
+    return charts
+
+
+def lines_asked(question: str, statement: str, present: set[str]) -> list[str]:
+    """The statement lines to chart for `question`: those it names, else the statement's headline line;
+    only lines the statement has, at most `MAX_LINES_PER_STATEMENT`."""
+    text = question.lower()
+    asked = []
+    for pattern, name in _LINES_ASKED:
+        text, found = re.subn(pattern, " ", text)
+        if found and name in present and name not in asked:
+            asked.append(name)
+    if not asked:
+        asked = [name for name in _HEADLINE_LINES.get(statement, ()) if name in present][:1]
+    return asked[:MAX_LINES_PER_STATEMENT]
+
+
+def _bounded(points: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """At most `MAX_POINTS`, evenly spaced, the first and the last kept."""
+    if len(points) <= MAX_POINTS:
+        return points
+    step = (len(points) - 1) / (MAX_POINTS - 1)
+    return [points[round(i * step)] for i in range(MAX_POINTS)]
+
+
+def _newest(results: Iterable[MarketDataResult]) -> str:
+    """The as-of of a chart: the newest of its series'."""
+    return as_of_text(max(results, key=as_of_moment))

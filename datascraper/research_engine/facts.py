@@ -1,0 +1,436 @@
+"""Figures computed in code from market data payloads, each keeping the inputs it was computed from.
+
+The model is not trusted with arithmetic: growth rates, changes, margins, ratios and comparisons are
+computed here, handed to the synthesizer as facts to cite (F1, F2, ...), stored on the run, and count as
+matched in the number check (`quality_logger`).
+
+The rules, deliberately:
+- Growth (period over period; year over year, which for a quarterly statement compares with the quarter
+  ending about a year earlier) is (current - base) / base x 100 and needs a positive base. From a zero
+  base there is no growth figure; from a negative base (a loss) a percentage misleads (a loss narrowing
+  from -10 to -5 is not "-50%"). Either way the fact is kept with no value and a note saying why, and the
+  change in amount, always meaningful, stands beside it.
+- CAGR needs a positive first and last value; margins a positive revenue; ratios a positive denominator
+  (debt over negative equity means nothing). Otherwise: no value, and a note.
+- Cash outflows (capital expenditure, buybacks, dividends), which statements show as negative numbers,
+  are compared as the amounts spent.
+- A missing value (None) gives no fact at all.
+- Bounded and relevant: only the lines a sub-question names (revenue, net income, EPS, free cash flow,
+  ...), else the statement's headline line, as its charts pick them (`charts.lines_asked`), margins when
+  it asks about margins, ratios for balance sheets; growth over the newest `MAX_PERIOD_PAIRS` pairs;
+  comparisons between at most `MAX_COMPARED_SYMBOLS` symbols; at most `MAX_FACTS` per run, kept by tier:
+  the newest growth rates, margins, ratios and the comparisons first, then changes in amount and CAGRs,
+  then older periods.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from itertools import combinations
+
+from datascraper.market_data.schemas import (
+    Earnings,
+    FinancialStatement,
+    MarketDataFinding,
+    PriceHistory,
+    ToolResult,
+    fmt,
+    humanize,
+)
+from datascraper.research_engine.charts import lines_asked
+from datascraper.schemas import Fact, FactInput, FactKind, FactSource
+
+logger = logging.getLogger(__name__)
+
+MAX_FACTS = 40
+MAX_PERIOD_PAIRS = 4
+MAX_COMPARED_SYMBOLS = 4
+# Which facts a run keeps first when it has more than MAX_FACTS.
+HEADLINE, DETAIL, OLDER = 0, 1, 2
+_YEAR_EARLIER_DAYS = range(335, 396)  # how far back "the same period a year earlier" may end
+
+_OUTFLOW_LINES = {"CapitalExpenditure", "RepurchaseOfCapitalStock", "CashDividendsPaid"}
+_PER_SHARE_LINES = {"DilutedEPS", "BasicEPS"}  # growth compares across companies; amounts do not
+_MARGINS_ASKED = re.compile(r"margin|profitab")
+_MARGINS = (
+    ("GrossProfit", "gross margin", r"gross (profit )?margin"),
+    ("OperatingIncome", "operating margin", r"operating (profit )?margin"),
+    ("NetIncome", "net margin", r"net (profit )?margin|profit margin"),
+)
+# (name, numerator, denominator, what a question says when it asks about it); both when it names neither.
+_RATIOS = (
+    ("debt to equity", "TotalDebt", "StockholdersEquity", r"debt|leverage|equity|solven"),
+    ("current ratio", "CurrentAssets", "CurrentLiabilities", r"liquid|current ratio|working capital"),
+)
+_RATIO_PERIODS = 2
+_PERIOD_NAMES = {"annual": "FY ending {}", "quarterly": "quarter ending {}", "ttm": "TTM ending {}"}
+
+
+def compute_facts(findings: Sequence[MarketDataFinding]) -> list[Fact]:
+    """The facts of a run's market data findings, numbered F1, F2, ... in the order of the findings."""
+    book = _FactBook()
+    seen: set[tuple[str, str]] = set()
+    for finding in findings:
+        for result in finding.results:
+            if (result.title, result.url) in seen:
+                continue  # the same data fetched again by a later round
+            seen.add((result.title, result.url))
+            try:
+                _facts_of(result, finding.question, book)
+            except Exception:
+                # Like a chart, a figure is never worth failing the answer for: the data stays in the
+                # findings, only its computed figures are missing.
+                logger.exception("No facts computed from %s (%s)", result.title, result.url)
+    book.compare()
+    return book.numbered()
+
+
+def shown(fact: Fact) -> str:
+    """The fact's value as the answer should quote it: +2.02%, 46.21%, +7.75B USD, 1.87x."""
+    value = fact.value
+    if value is None:
+        return "not meaningful"
+    signed = fact.kind not in ("margin", "ratio")
+    if fact.unit == "percent":
+        return f"{value:+.2f}%" if signed else f"{value:.2f}%"
+    if fact.unit == "percentage points":
+        return f"{value:+.2f} percentage points"
+    if fact.unit == "ratio":
+        return f"{value:.2f}x"
+    return f"{'+' if signed and value > 0 else ''}{fmt(value)} {fact.unit}"
+
+
+# --- collecting ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Comparable:
+    """One symbol's figure that another symbol's may be compared with."""
+
+    symbol: str
+    value: float
+    inputs: list[FactInput]
+    tier: int  # the comparison's: a comparison matters as much as the figures compared
+
+
+@dataclass
+class _FactBook:
+    """Facts before numbering, each with its tier (HEADLINE, DETAIL, OLDER)."""
+
+    facts: list[tuple[int, Fact]] = field(default_factory=list)
+    # (what is compared, its unit) -> one figure per symbol
+    comparables: dict[tuple[str, str], list[_Comparable]] = field(default_factory=dict)
+
+    def add(self, fact: Fact, *, tier: int, compare_as: str | None = None) -> None:
+        """Keep `fact`; `compare_as` (what it is, such as "Total Revenue growth, latest annual period")
+        offers it for comparison with the same figure of other symbols."""
+        self.facts.append((tier, fact))
+        if compare_as is not None and fact.value is not None:
+            self.offer(compare_as, fact.unit, _Comparable(fact.inputs[0].symbol, fact.value, fact.inputs, tier))
+
+    def offer(self, description: str, unit: str, figure: _Comparable) -> None:
+        entries = self.comparables.setdefault((description, unit), [])
+        if len(entries) < MAX_COMPARED_SYMBOLS and all(entry.symbol != figure.symbol for entry in entries):
+            entries.append(figure)
+
+    def compare(self) -> None:
+        """The difference between each pair of symbols offering the same figure."""
+        for (description, unit), entries in self.comparables.items():
+            for a, b in combinations(entries, 2):
+                self.add(
+                    _fact(
+                        f"{a.symbol} minus {b.symbol}: {description}",
+                        a.value - b.value,
+                        "percentage points" if unit == "percent" else unit,
+                        "difference",
+                        f"{a.symbol}'s - {b.symbol}'s = {_plain(a.value, unit)} - {_plain(b.value, unit)}",
+                        [*a.inputs, *b.inputs],
+                    ),
+                    tier=max(a.tier, b.tier),
+                )
+
+    def numbered(self) -> list[Fact]:
+        ranked = sorted(range(len(self.facts)), key=lambda i: (self.facts[i][0], i))[:MAX_FACTS]
+        kept = [self.facts[i][1] for i in sorted(ranked)]
+        for n, fact in enumerate(kept, start=1):
+            fact.id = f"F{n}"
+        return kept
+
+
+def _facts_of(result: ToolResult, question: str, book: _FactBook) -> None:
+    source = FactSource(title=result.title, url=result.url)
+    payload = result.result()
+    if isinstance(payload, FinancialStatement):
+        _statement_facts(payload, source, question.lower(), book)
+    elif isinstance(payload, Earnings):
+        _earnings_facts(payload, source, book)
+    elif isinstance(payload, PriceHistory):
+        _history_facts(payload, source, book)
+
+
+# --- statements ------------------------------------------------------------------------------------------
+
+
+def _statement_facts(statement: FinancialStatement, source: FactSource, question: str, book: _FactBook) -> None:
+    values = {line.name: line.values for line in statement.lines}
+    # The lines the charts draw: the figures of a sub-question are computed for the lines it names.
+    for line in lines_asked(question, statement.statement, set(values)):
+        _line_facts(statement, line, source, book)
+    if statement.statement == "income" and _MARGINS_ASKED.search(question):
+        asked = [margin for margin in _MARGINS if re.search(margin[2], question)] or list(_MARGINS)
+        for line, name, _ in asked:
+            _margin_facts(statement, line, name, values, source, book)
+    if statement.statement == "balance":
+        asked = [ratio for ratio in _RATIOS if re.search(ratio[3], question)] or list(_RATIOS)
+        for name, numerator, denominator, _ in asked:
+            _ratio_facts(statement, name, numerator, denominator, values, source, book)
+
+
+def _line_facts(statement: FinancialStatement, line: str, source: FactSource, book: _FactBook) -> None:
+    """Growth over the newest pairs of periods, the newest change in amount, and year over year (quarterly)
+    or CAGR over the span (annual)."""
+    inputs = [_input(statement, line, i, source) for i in range(len(statement.periods))]
+    what = humanize(line) + (" (amount spent)" if line in _OUTFLOW_LINES else "")
+    currency = statement.currency or "units"
+    frequency = statement.frequency
+    for k, (current, base) in enumerate(zip(inputs, inputs[1:])):
+        if k == MAX_PERIOD_PAIRS:
+            break
+        if current is None or base is None:
+            continue
+        newest = k == 0
+        between = f"{_period(statement, current)} vs {_period(statement, base)}"
+        book.add(
+            _growth("growth", f"{current.symbol} {what} growth, {between}", current, base),
+            tier=HEADLINE if newest else OLDER,
+            compare_as=f"{what} growth, latest {frequency} period" if newest else None,
+        )
+        if newest:
+            book.add(_change(f"{current.symbol} {what} change, {between}", current, base, currency), tier=DETAIL)
+            if line not in _PER_SHARE_LINES:
+                book.offer(
+                    f"{what}, latest {frequency} period",
+                    currency,
+                    _Comparable(current.symbol, _amount(current), [current], DETAIL),
+                )
+    newest_input = inputs[0] if inputs else None
+    if newest_input is None:
+        return
+    if frequency == "quarterly":
+        earlier = _year_earlier(statement.periods, 0)
+        if earlier is not None and inputs[earlier] is not None:
+            base = inputs[earlier]
+            between = f"{_period(statement, newest_input)} vs {_period(statement, base)}"
+            label = f"{newest_input.symbol} {what} year over year, {between}"
+            book.add(
+                _growth("yoy_growth", label, newest_input, base),
+                tier=HEADLINE,
+                compare_as=f"{what} year-over-year growth, latest quarter",
+            )
+    elif frequency == "annual" and len(inputs) >= 3 and inputs[-1] is not None:
+        first = inputs[-1]
+        years = round((statement.periods[0] - statement.periods[-1]).days / 365.25)
+        if years < 2:
+            return
+        label = f"{newest_input.symbol} {what} CAGR, {_period(statement, first)} to {_period(statement, newest_input)}"
+        book.add(_cagr(label, first, newest_input, years), tier=DETAIL, compare_as=f"{what} CAGR over {years} years")
+
+
+def _margin_facts(
+    statement: FinancialStatement,
+    line: str,
+    name: str,
+    values: dict[str, list[float | None]],
+    source: FactSource,
+    book: _FactBook,
+) -> None:
+    if line not in values or "TotalRevenue" not in values:
+        return
+    for i in range(min(len(statement.periods), MAX_PERIOD_PAIRS)):
+        part = _input(statement, line, i, source)
+        revenue = _input(statement, "TotalRevenue", i, source)
+        if part is None or revenue is None:
+            continue
+        label = f"{part.symbol} {name}, {_period(statement, part)}"
+        formula = f"{humanize(line)} / Total Revenue x 100"
+        if revenue.value <= 0:
+            note = f"no margin: revenue is {'zero' if revenue.value == 0 else 'negative'}"
+            fact = _fact(label, None, "percent", "margin", formula, [part, revenue], note=note)
+        else:
+            value = part.value / revenue.value * 100
+            formula += f" = {fmt(part.value)} / {fmt(revenue.value)} x 100"
+            fact = _fact(label, value, "percent", "margin", formula, [part, revenue])
+        book.add(
+            fact,
+            tier=HEADLINE if i == 0 else OLDER,
+            compare_as=f"{name}, latest {statement.frequency} period" if i == 0 else None,
+        )
+
+
+def _ratio_facts(
+    statement: FinancialStatement,
+    name: str,
+    numerator: str,
+    denominator: str,
+    values: dict[str, list[float | None]],
+    source: FactSource,
+    book: _FactBook,
+) -> None:
+    if numerator not in values or denominator not in values:
+        return
+    for i in range(min(len(statement.periods), _RATIO_PERIODS)):
+        top = _input(statement, numerator, i, source)
+        bottom = _input(statement, denominator, i, source)
+        if top is None or bottom is None:
+            continue
+        label = f"{top.symbol} {name}, {_period(statement, top)}"
+        formula = f"{humanize(numerator)} / {humanize(denominator)}"
+        if bottom.value <= 0:
+            state = "zero" if bottom.value == 0 else f"negative ({fmt(bottom.value)})"
+            note = f"not meaningful: {humanize(denominator)} is {state}"
+            fact = _fact(label, None, "ratio", "ratio", formula, [top, bottom], note=note)
+        else:
+            formula += f" = {fmt(top.value)} / {fmt(bottom.value)}"
+            fact = _fact(label, top.value / bottom.value, "ratio", "ratio", formula, [top, bottom])
+        book.add(
+            fact,
+            tier=HEADLINE if i == 0 else OLDER,
+            compare_as=f"{name}, latest {statement.frequency} period" if i == 0 else None,
+        )
+
+
+def _input(statement: FinancialStatement, line: str, i: int, source: FactSource) -> FactInput | None:
+    values = next((item.values for item in statement.lines if item.name == line), [])
+    value = values[i] if i < len(values) else None
+    if value is None:
+        return None
+    period = statement.periods[i].isoformat()
+    return FactInput(symbol=statement.symbol, line=line, period=period, value=value, source=source)
+
+
+def _period(statement: FinancialStatement, value: FactInput) -> str:
+    return _PERIOD_NAMES[statement.frequency].format(value.period)
+
+
+def _year_earlier(periods: list[date], i: int) -> int | None:
+    """The index of the period ending about a year before period `i` (fiscal quarters end on different
+    days from year to year, so "about")."""
+    for j in range(i + 1, len(periods)):
+        if (periods[i] - periods[j]).days in _YEAR_EARLIER_DAYS:
+            return j
+    return None
+
+
+# --- earnings and price history --------------------------------------------------------------------------
+
+
+def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> None:
+    """The newest report's EPS against its estimate, and against the report a year earlier."""
+    reported = [event for event in earnings.reported if event.eps_reported is not None]
+    if not reported:
+        return
+    newest = reported[0]
+    symbol = earnings.symbol
+    current = _dated_input(symbol, "eps_reported", newest.date, newest.eps_reported, source)
+    if newest.eps_estimate is not None:
+        estimate = _dated_input(symbol, "eps_estimate", newest.date, newest.eps_estimate, source)
+        label = f"{symbol} EPS reported minus estimate, report of {current.period}"
+        formula = f"reported EPS - estimated EPS = {fmt(current.value)} - {fmt(estimate.value)}"
+        surprise = current.value - estimate.value
+        book.add(
+            _fact(label, surprise, earnings.currency or "units", "difference", formula, [current, estimate]),
+            tier=HEADLINE,
+        )
+    for event in reported[1:]:
+        if (newest.date.date() - event.date.date()).days in _YEAR_EARLIER_DAYS:
+            base = _dated_input(symbol, "eps_reported", event.date, event.eps_reported, source)
+            label = f"{symbol} reported EPS year over year, report of {current.period} vs {base.period}"
+            book.add(
+                _growth("yoy_growth", label, current, base),
+                tier=HEADLINE,
+                compare_as="reported EPS year-over-year growth",
+            )
+            break
+
+
+def _history_facts(history: PriceHistory, source: FactSource, book: _FactBook) -> None:
+    """The change in closing price over the range the history covers."""
+    closes = [bar for bar in history.bars if bar.close is not None]
+    if len(closes) < 2:
+        return
+    base = _dated_input(history.symbol, "close", closes[0].date, closes[0].close, source)
+    current = _dated_input(history.symbol, "close", closes[-1].date, closes[-1].close, source)
+    span = f"{base.period} to {current.period}"
+    book.add(
+        _growth("growth", f"{history.symbol} closing price change, {span}", current, base),
+        tier=HEADLINE,
+        compare_as=f"price change, {span}",
+    )
+
+
+def _dated_input(symbol: str, line: str, moment: datetime, value: float, source: FactSource) -> FactInput:
+    return FactInput(symbol=symbol, line=line, period=moment.date().isoformat(), value=value, source=source)
+
+
+# --- the arithmetic --------------------------------------------------------------------------------------
+
+
+def _amount(value: FactInput) -> float:
+    """The amount compared: outflows as the amount spent."""
+    return -value.value if value.line in _OUTFLOW_LINES else value.value
+
+
+def _growth(kind: FactKind, label: str, current: FactInput, base: FactInput) -> Fact:
+    now, then = _amount(current), _amount(base)
+    formula = "(current - base) / base x 100"
+    if then == 0:
+        note = "no growth figure: the base is zero"
+        return _fact(label, None, "percent", kind, formula, [current, base], note=note)
+    if then < 0:
+        note = f"not reported as a percentage: the base is negative ({fmt(then)}); use the change in amount"
+        return _fact(label, None, "percent", kind, formula, [current, base], note=note)
+    formula += f" = ({fmt(now)} - {fmt(then)}) / {fmt(then)} x 100"
+    return _fact(label, (now - then) / then * 100, "percent", kind, formula, [current, base])
+
+
+def _change(label: str, current: FactInput, base: FactInput, unit: str) -> Fact:
+    now, then = _amount(current), _amount(base)
+    return _fact(label, now - then, unit, "change", f"current - base = {fmt(now)} - {fmt(then)}", [current, base])
+
+
+def _cagr(label: str, first: FactInput, last: FactInput, years: int) -> Fact:
+    start, end = _amount(first), _amount(last)
+    formula = f"((last / first) ^ (1 / years) - 1) x 100, over {years} years"
+    if start <= 0 or end <= 0:
+        note = "not meaningful: the first and last values must both be positive"
+        return _fact(label, None, "percent", "cagr", formula, [last, first], note=note)
+    formula += f" = (({fmt(end)} / {fmt(start)}) ^ (1 / {years}) - 1) x 100"
+    return _fact(label, ((end / start) ** (1 / years) - 1) * 100, "percent", "cagr", formula, [last, first])
+
+
+def _fact(
+    label: str,
+    value: float | None,
+    unit: str,
+    kind: FactKind,
+    formula: str,
+    inputs: list[FactInput],
+    *,
+    note: str | None = None,
+) -> Fact:
+    """A fact to number later (`_FactBook.numbered`)."""
+    rounded = None if value is None else _rounded(value)
+    return Fact(id="", label=label, value=rounded, unit=unit, kind=kind, formula=formula, inputs=inputs, note=note)
+
+
+def _rounded(value: float) -> float:
+    # Enough digits for any figure an answer writes; none of the float noise (6.08 - 6.13 = -0.04999...).
+    return round(value, 6)
+
+
+def _plain(value: float, unit: str) -> str:
+    return f"{value:.2f}%" if unit == "percent" else fmt(value)

@@ -1,0 +1,398 @@
+"""The periods a numerical sub-question asks market data for: the analyzer's fields, validated, with the
+question's own wording filling what it left unset.
+
+The analyzer resolves "last 3 quarters", "YTD", "Q3 2025" or "since March" against today's date in the
+asker's time zone into the contract's period fields. They are checked here before any tool call: counts
+are bounded, dates ordered and kept out of the future, a relative range and explicit dates never travel
+together, and an interval must suit its range. What is wrong is corrected to the nearest sensible request,
+and said in `corrections`; nothing here raises, since a sub-question must not fail for asking a little
+wrongly. Fields the analyzer left unset are read from the question by a small deterministic parser, so a
+question about quarters is never answered with annual statements because the model left `frequency` null.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+from datetime import date, timedelta
+
+from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod, MarketDataRequest
+from datascraper.schemas import MarketDataKind, StatementFrequency, SubQuestion
+
+# How many statements a request may ask for: three years of quarters, ten fiscal years. Earnings reports
+# are quarterly, so they share the quarterly bound.
+MAX_PERIODS: dict[StatementFrequency, int] = {"quarterly": 12, "annual": 10}
+DEFAULT_HISTORY_PERIOD: HistoryPeriod = "1mo"
+# A statement range shorter than this, with no frequency asked for, wants quarters: a year holds one
+# annual statement at most ("since March", "last 6 months").
+_QUARTERLY_RANGE_DAYS = 360
+
+# A price range wholly in the future is moved to end today, at this length at least, so it holds some bars.
+_MIN_SHIFTED_RANGE = timedelta(days=7)
+_STATEMENTS: frozenset[MarketDataKind] = frozenset({"income_statement", "balance_sheet", "cash_flow"})
+_RANGE_MONTHS = {"1mo": 1, "3mo": 3, "6mo": 6, "1y": 12, "2y": 24, "5y": 60, "10y": 120}
+
+# Finest to coarsest. Yahoo keeps intraday bars only so far back (yfinance fails or returns nothing past
+# it); a coarse bar longer than the range would leave at most one bar.
+_INTERVALS: tuple[HistoryInterval, ...] = (
+    "1m", "2m", "5m", "15m", "30m", "60m", "1h", "90m", "1d", "5d", "1wk", "1mo", "3mo",
+)  # fmt: skip
+_INTRADAY_REACH_DAYS = {"1m": 7, "2m": 60, "5m": 60, "15m": 60, "30m": 60, "60m": 730, "1h": 730, "90m": 60}
+_BAR_DAYS = {"1d": 1, "5d": 5, "1wk": 7, "1mo": 28, "3mo": 90}
+
+
+def market_data_request(sub_question: SubQuestion, *, today: date) -> MarketDataRequest:
+    """What the tool calls of `sub_question` carry: its period fields, else its wording, validated for
+    its data kind against `today` (the asker's)."""
+    data = sub_question.data
+    if data is None:
+        return MarketDataRequest()
+    asked = _merge(sub_question, read_wording(sub_question.question, data=data, today=today))
+    if data in _STATEMENTS:
+        return _statement_request(asked, today, balance_sheet=data == "balance_sheet")
+    if data == "earnings":
+        return _earnings_request(asked, today)
+    if data == "price_history":
+        return _history_request(asked, today)
+    if data == "news":
+        return _news_request(asked)
+    return MarketDataRequest()  # quotes, ratings and profiles have no periods
+
+
+def _merge(sub_question: SubQuestion, worded: MarketDataRequest) -> MarketDataRequest:
+    """The analyzer's fields where it set them, the wording's elsewhere. A range is taken whole from one
+    side (mixing the analyzer's start with the wording's period would be neither's request), and a count
+    from the wording only when it counts the same kind of period."""
+    said_range = any(value is not None for value in (sub_question.period, sub_question.start, sub_question.end))
+    ranged = sub_question if said_range else worded
+    frequency = sub_question.frequency or worded.frequency
+    periods = sub_question.periods
+    if periods is None and frequency == worded.frequency:
+        periods = worded.periods
+    return MarketDataRequest(
+        frequency=frequency,
+        periods=periods,
+        period=ranged.period,
+        start=ranged.start,
+        end=ranged.end,
+        interval=sub_question.interval or worded.interval,
+        limit=sub_question.limit if sub_question.limit is not None else worded.limit,
+    )
+
+
+# --- validation, per data kind ------------------------------------------------------------------------
+
+
+def _statement_request(asked: MarketDataRequest, today: date, *, balance_sheet: bool) -> MarketDataRequest:
+    corrections: list[str] = []
+    start, end = _ordered(asked.start, asked.end, corrections)
+    if start is None and end is None and asked.period is not None:
+        start = range_start(asked.period, today)
+    periods = asked.periods
+    frequency = asked.frequency or _frequency_for_range(start, end or today)
+    if start is not None and start > today:
+        corrections.append(f"No period starting {start} has been reported yet; the latest one is given instead.")
+        start = end = None
+        periods = 1 if periods is None else periods
+    elif end is not None and end > today:
+        end = today
+    if frequency == "ttm" and balance_sheet:
+        corrections.append(
+            "Yahoo Finance publishes no trailing-twelve-month balance sheet; the latest quarter is given instead."
+        )
+        frequency, periods = "quarterly", 1
+    if frequency == "ttm":  # one trailing period: nothing to count or bound
+        return MarketDataRequest(frequency="ttm", corrections=corrections)
+    return MarketDataRequest(
+        frequency=frequency,
+        periods=_bounded_count(periods, MAX_PERIODS[frequency], f"{frequency} periods", corrections),
+        start=start,
+        end=end,
+        corrections=corrections,
+    )
+
+
+def _earnings_request(asked: MarketDataRequest, today: date) -> MarketDataRequest:
+    corrections: list[str] = []
+    start, end = _ordered(asked.start, asked.end, corrections)
+    if start is None and end is None and asked.period is not None:
+        start = range_start(asked.period, today)
+    if start is not None and start > today:
+        # Reports after today are the scheduled ones, which the tool gives anyway.
+        start = end = None
+    return MarketDataRequest(
+        periods=_bounded_count(asked.periods, MAX_PERIODS["quarterly"], "earnings reports", corrections),
+        start=start,
+        end=end,
+        corrections=corrections,
+    )
+
+
+def _history_request(asked: MarketDataRequest, today: date) -> MarketDataRequest:
+    corrections: list[str] = []
+    start, end = _ordered(asked.start, asked.end, corrections)
+    period = None
+    if start is None and end is None:
+        period = asked.period or DEFAULT_HISTORY_PERIOD
+        first_day, last_day = range_start(period, today), today
+    else:
+        # Explicit dates win over a relative range: they are the more precise of the two. An open start is
+        # a month before the end; an open end is today.
+        start = start or _months_before(end or today, 1)
+        end = end or max(start, today)
+        if start > today:
+            length = max(end - start, _MIN_SHIFTED_RANGE)
+            corrections.append(
+                f"The range asked for, from {start}, is in the future; one of the same length (at least a week) "
+                "up to today is given instead."
+            )
+            start, end = today - length, today
+        elif end > today:
+            corrections.append(f"The range asked for ends {end}, after today; it is cut to today ({today}).")
+            end = today
+        first_day, last_day = start, end
+    return MarketDataRequest(
+        period=period,
+        start=start,
+        end=end,
+        interval=_interval_for(asked.interval, first_day, last_day, today, corrections),
+        corrections=corrections,
+    )
+
+
+def _news_request(asked: MarketDataRequest) -> MarketDataRequest:
+    corrections: list[str] = []
+    return MarketDataRequest(
+        limit=_bounded_count(asked.limit, MAX_NEWS_ITEMS, "news items", corrections), corrections=corrections
+    )
+
+
+def _ordered(start: date | None, end: date | None, corrections: list[str]) -> tuple[date | None, date | None]:
+    if start is not None and end is not None and start > end:
+        corrections.append(f"The start {start} was after the end {end}; the two are swapped.")
+        return end, start
+    return start, end
+
+
+def _bounded_count(count: int | None, most: int, what: str, corrections: list[str]) -> int | None:
+    if count is None:
+        return None
+    if count > most:
+        corrections.append(f"At most {most} {what} are given; {count} were asked for.")
+        return most
+    return max(1, count)
+
+
+def _frequency_for_range(start: date | None, end: date) -> StatementFrequency:
+    if start is not None and (end - start).days < _QUARTERLY_RANGE_DAYS:
+        return "quarterly"
+    return "annual"
+
+
+def _interval_for(
+    interval: HistoryInterval | None, first_day: date | None, last_day: date, today: date, corrections: list[str]
+) -> HistoryInterval | None:
+    """`interval`, or the nearest coarser one Yahoo serves for the range (`first_day` None: all history)."""
+    if interval is None:
+        return None
+    back_days = math.inf if first_day is None else (today - first_day).days
+    span_days = math.inf if first_day is None else (last_day - first_day).days + 1
+    chosen = interval
+    if back_days > _INTRADAY_REACH_DAYS.get(interval, math.inf):
+        chosen = next(
+            candidate
+            for candidate in _INTERVALS[_INTERVALS.index(interval) + 1 :]
+            if back_days <= _INTRADAY_REACH_DAYS.get(candidate, math.inf)
+        )
+        corrections.append(f"Yahoo Finance keeps {interval} bars for recent days only; {chosen} bars are given.")
+    elif _BAR_DAYS.get(interval, 0) > span_days:
+        chosen = "1d"
+        corrections.append(f"A {interval} bar is longer than the range asked for; daily bars are given.")
+    return chosen
+
+
+# --- dates ----------------------------------------------------------------------------------------------
+
+
+def range_start(period: HistoryPeriod, today: date) -> date | None:
+    """The first day a relative range covers; None for all history."""
+    if period == "max":
+        return None
+    if period == "ytd":
+        return date(today.year, 1, 1)
+    if period == "1d":
+        return today - timedelta(days=1)
+    if period == "5d":
+        return today - timedelta(days=7)  # five sessions span a calendar week
+    return _months_before(today, _RANGE_MONTHS[period])
+
+
+def _months_before(day: date, months: int) -> date:
+    index = day.year * 12 + day.month - 1 - months
+    year, month = divmod(index, 12)
+    return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def _quarter(n: int, year: int) -> tuple[date, date]:
+    first_month = 3 * (n - 1) + 1
+    last_month = first_month + 2
+    return date(year, first_month, 1), date(year, last_month, calendar.monthrange(year, last_month)[1])
+
+
+# --- the wording fallback -------------------------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+_NUMBER = r"(?:\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
+_MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_YEAR = r"(?:19|20)\d{2}"
+_FISCAL = r"(?:fy|fiscal(?:\s+year)?)"
+# A day as people write it: 2025-03-14, March 14 2025, March 14, March 2025, March, 2025.
+_DAY = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTH}(?:\s+\d{{1,2}}(?!\d)(?:st|nd|rd|th)?)?(?:,?\s+{_YEAR})?|{_YEAR})"
+_ORDINAL_QUARTER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+
+_TTM = re.compile(r"\b(?:ttm|ltm|trailing[- ](?:twelve|12)[- ]months?|last (?:twelve|12) months)\b")
+_NAMED_QUARTERS = (
+    re.compile(rf"\bq([1-4])(?:\s+of)?(?:\s*{_FISCAL})?\s*'?(\d{{4}}|\d{{2}})?\b"),
+    re.compile(rf"\b{_FISCAL}\s*'?(?P<year>\d{{4}}|\d{{2}})\s+q(?P<n>[1-4])\b"),
+    re.compile(rf"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?:\s+of)?(?:\s+{_FISCAL})?(?:\s+({_YEAR}))?\b"),
+)
+_FISCAL_YEARS = re.compile(
+    rf"\b{_FISCAL}\s*'?(\d{{4}}|\d{{2}})(?:\s*(?:-|–|to|through|and)\s*(?:fy\s*)?'?(\d{{4}}|\d{{2}}))?\b"
+)
+_CALENDAR_YEARS = re.compile(rf"\b(?:in|during|for|of|over)\s+({_YEAR})(?:\s*(?:-|–|to|through|and)\s*({_YEAR}))?\b")
+_LAST = re.compile(
+    rf"\b(?:last|past|previous|prior|recent|trailing|latest|most recent)\s+(?:({_NUMBER})\s+)?(?:fiscal\s+)?"
+    r"(quarter|year|month|week|trading day|day|session)s?\b"
+)
+_YTD = re.compile(r"\b(?:ytd|year[- ]to[- ]date|so far this year|this year)\b")
+_SINCE = re.compile(rf"\bsince\s+(?:the\s+(?:start|beginning)\s+of\s+)?({_DAY})\b")
+_BETWEEN = re.compile(rf"\b(?:from|between)\s+({_DAY})\s+(?:to|and|until|till|through)\s+({_DAY})\b")
+_IN_MONTH = re.compile(rf"\b(?:in|during)\s+({_MONTH}(?:\s+{_YEAR})?)\b")
+_QUARTERLY_WORDS = re.compile(r"\b(?:quarterly|quarter[- ]over[- ]quarter|qoq|sequential(?:ly)?|quarters?)\b")
+_ANNUAL_WORDS = re.compile(r"\b(?:annual(?:ly)?|yearly|year[- ]over[- ]year|yoy|fiscal years?|full[- ]year|fy)\b")
+_INTERVAL_WORDS: tuple[tuple[re.Pattern[str], HistoryInterval], ...] = (
+    (re.compile(r"\b(?:intraday|hourly)\b"), "1h"),
+    (re.compile(r"\bweekly\b"), "1wk"),
+    (re.compile(r"\bmonthly\b"), "1mo"),
+    (re.compile(r"\bdaily\b"), "1d"),
+)
+_NEWS_COUNT = re.compile(
+    rf"\b({_NUMBER})\s+(?:latest\s+|recent\s+)?(?:news\s+)?(?:headlines|articles|stories|news items)\b"
+)
+_HISTORY_RANGE_FOR_MONTHS: dict[int, HistoryPeriod] = {1: "1mo", 3: "3mo", 6: "6mo", 12: "1y", 60: "5y"}
+
+
+def read_wording(text: str, *, data: MarketDataKind, today: date) -> MarketDataRequest:
+    """The periods the words of a question name for `data`, as asked (not yet validated): the fallback for
+    the fields the analyzer left unset. Relative words read by kind: "last 3 quarters" counts three
+    statements (the newest reported, however late) but spans nine months of prices; "last twelve months"
+    is `ttm` for a statement and `1y` of prices."""
+    words = " ".join(text.lower().split())
+    counted = data in _STATEMENTS or data == "earnings"
+    fields: dict[str, object] = {}
+
+    def fill(**values: object) -> None:
+        for name, value in values.items():
+            if value is not None:
+                fields.setdefault(name, value)
+
+    if _TTM.search(words):
+        fill(**({"frequency": "ttm"} if counted else {"period": "1y"}))
+    quarters = [_named_quarter(match, today) for pattern in _NAMED_QUARTERS for match in pattern.finditer(words)]
+    if quarters:  # several named quarters: the span from the first to the last
+        fill(frequency="quarterly", start=min(q[0] for q in quarters), end=max(q[1] for q in quarters))
+    if match := _FISCAL_YEARS.search(words):
+        first, last = _year(match[1]), _year(match[2] or match[1])
+        fill(frequency="annual", start=date(min(first, last), 1, 1), end=date(max(first, last), 12, 31))
+    for match in _LAST.finditer(words):
+        fill(**_last_units(_count(match[1]), match[2], today, counted=counted))
+    if _YTD.search(words):
+        fill(period="ytd")
+    if match := _BETWEEN.search(words):
+        fill(start=_parse_day(match[1], today, end=False), end=_parse_day(match[2], today, end=True))
+    if match := _SINCE.search(words):
+        fill(start=_parse_day(match[1], today, end=False))
+    if match := _CALENDAR_YEARS.search(words):
+        fill(start=date(int(match[1]), 1, 1), end=date(int(match[2] or match[1]), 12, 31))
+    if match := _IN_MONTH.search(words):
+        fill(start=_parse_day(match[1], today, end=False), end=_parse_day(match[1], today, end=True))
+    if _QUARTERLY_WORDS.search(words):
+        fill(frequency="quarterly")
+    elif _ANNUAL_WORDS.search(words):
+        fill(frequency="annual")
+    fill(interval=next((interval for pattern, interval in _INTERVAL_WORDS if pattern.search(words)), None))
+    if match := _NEWS_COUNT.search(words):
+        fill(limit=_count(match[1]))
+    if "period" in fields and ("start" in fields or "end" in fields):
+        # "this year since March": the dates are the more precise reading.
+        del fields["period"]
+    return MarketDataRequest.model_validate(fields)
+
+
+def _last_units(count: int, unit: str, today: date, *, counted: bool) -> dict[str, object]:
+    """`last <count> <unit>s`: a count of statements or reports when `counted`, else a price range."""
+    if counted and unit in ("quarter", "year"):
+        return {"frequency": "quarterly" if unit == "quarter" else "annual", "periods": count}
+    months = {"quarter": 3, "year": 12, "month": 1}.get(unit)
+    if months is not None:
+        period = _HISTORY_RANGE_FOR_MONTHS.get(months * count)
+        return {"period": period} if period else {"start": _months_before(today, months * count)}
+    days = 7 * count if unit == "week" else count
+    if unit in ("trading day", "session"):
+        days = math.ceil(count * 7 / 5)  # five sessions a calendar week
+    return {"period": "5d"} if days <= 7 else {"start": today - timedelta(days=days)}
+
+
+def _named_quarter(match: re.Match[str], today: date) -> tuple[date, date]:
+    groups = match.groupdict()
+    if groups:
+        n, year = int(groups["n"]), groups["year"]
+    else:
+        n = _ORDINAL_QUARTER[match[1]] if match[1] in _ORDINAL_QUARTER else int(match[1])
+        year = match[2]
+    if year is not None:
+        return _quarter(n, _year(year))
+    # "Q3" alone: the latest third quarter that has ended.
+    first, last = _quarter(n, today.year)
+    return (first, last) if last <= today else _quarter(n, today.year - 1)
+
+
+def _parse_day(text: str, today: date, *, end: bool) -> date:
+    """A day as written; a month or a year alone is its first day, or with `end` its last. A month without
+    a year is the latest such month that has begun by today."""
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            return today
+    if re.fullmatch(_YEAR, text):
+        return date(int(text), 12, 31) if end else date(int(text), 1, 1)
+    parts = re.match(rf"({_MONTH})(?:\s+(\d{{1,2}})(?!\d)(?:st|nd|rd|th)?)?(?:,?\s+({_YEAR}))?", text)
+    assert parts is not None  # `text` matched _DAY
+    month = _MONTHS[parts[1][:3]]
+    year = int(parts[3]) if parts[3] else (today.year if month <= today.month else today.year - 1)
+    last_day = calendar.monthrange(year, month)[1]
+    if parts[2]:
+        return date(year, month, min(int(parts[2]), last_day))
+    return date(year, month, last_day if end else 1)
+
+
+def _count(text: str | None) -> int:
+    if text is None:
+        return 1
+    return int(text) if text.isdigit() else _NUMBER_WORDS[text]
+
+
+def _year(text: str) -> int:
+    return int(text) if len(text) == 4 else 2000 + int(text)

@@ -1,0 +1,61 @@
+"""Market data through the chat API: sources carry their as-of into the event stream and the stored answer,
+and `chart` events are stored and replayed like every other event.
+
+The live app runs the real router; the market data client is the in-memory server over the fake yfinance.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.chat.test_runs import ask, wait_finished
+from tests.datascraper.conftest import market_data  # noqa: F401 (the fixture)
+from tests.datascraper.research_support import script_analysis, script_synthesis, sub
+from tests.sse import read_events
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+APPLE_MONTH = sub("How did Apple's share price move over the last month?", "numerical", ["AAPL"], "price_history")
+HISTORY_URL = "https://finance.yahoo.com/quote/AAPL/history"
+
+
+async def stored_sources(api, conversation_id: str) -> list[dict]:
+    conversation = (await api.get(f"/api/conversations/{conversation_id}")).json()
+    return conversation["messages"][-1]["sources"]
+
+
+async def test_a_quote_answer_stores_its_source_with_the_quotes_time(api, fake_openai, market_data):  # noqa: F811
+    accepted = await ask(api, "What is AAPL trading at?", mode="auto")
+    await wait_finished(api, accepted["run_id"])
+
+    events = await read_events(api, accepted["events_url"])
+
+    [source] = next(e for e in events if e.type == "sources").data["sources"]
+    assert (source["url"], source["as_of"]) == ("https://finance.yahoo.com/quote/AAPL", "2025-06-13T20:00:00+00:00")
+    assert await stored_sources(api, accepted["conversation_id"]) == [source]
+    assert "chart" not in {e.type for e in events}
+
+
+async def test_a_price_history_run_stores_and_replays_its_chart_citing_the_history_source(
+    api, fake_openai, market_data, research_env  # noqa: F811
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(fake_openai, APPLE_MONTH)
+    script_synthesis(fake_openai, "Apple closed at 196.45 USD on 2025-06-13 [1].")
+    accepted = await ask(api, "How has Apple's stock done over the last month?", mode="research")
+    run = await wait_finished(api, accepted["run_id"])
+    assert run["status"] == "done"
+
+    events = await read_events(api, accepted["events_url"])  # a late subscriber: everything is replayed
+
+    types = [e.type for e in events]
+    assert types.count("chart") == 1 and types.index("chart") < types.index("delta")
+    chart = next(e for e in events if e.type == "chart").data
+    sources = next(e for e in events if e.type == "sources").data["sources"]
+    [history] = [s for s in sources if s["url"] == HISTORY_URL]
+    assert history["as_of"] == "2025-06-13"
+    assert (chart["id"], chart["kind"], chart["as_of"], chart["source_n"]) == ("c1", "line", "2025-06-13", history["n"])
+    [series] = chart["series"]
+    assert series["name"] == "AAPL" and len(series["points"]) == 21
+    assert series["points"][-1][0] == "2025-06-13" and all(isinstance(y, float) for _, y in series["points"])
+    assert await stored_sources(api, accepted["conversation_id"]) == sources
