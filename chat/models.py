@@ -115,6 +115,13 @@ class ResearchRun(models.Model):
     facts = models.JSONField(
         default=list, blank=True, help_text="Figures computed from the market data, each with its inputs."
     )
+    confidence = models.JSONField(
+        default=dict, blank=True, help_text="Evidence confidence after the last round: score, components, shallow."
+    )
+    trace = models.JSONField(default=list, blank=True, help_text="One entry per research round.")
+    verification = models.JSONField(
+        default=list, blank=True, help_text="Per cited marker: supported, unsupported or unreachable."
+    )
     error = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
