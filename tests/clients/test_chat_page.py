@@ -8,6 +8,8 @@ Skipped where Chromium or the playwright package is missing.
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import os
 import re
 import threading
@@ -22,6 +24,8 @@ from chat import views
 from chat.models import ResearchRun
 from chat.services import leases, runs
 from datascraper.schemas import (
+    ChartEvent,
+    ChartSeries,
     DeltaEvent,
     PlanEvent,
     PlannedSubQuestion,
@@ -34,7 +38,10 @@ from datascraper.schemas import (
     StatusEvent,
     StepEvent,
 )
+from tests.datascraper.conftest import market_data  # noqa: F401 (the fixture)
+from tests.datascraper.research_support import gaps, script_analysis, script_gaps, script_synthesis, sub
 from tests.fakes.openai_server import Sentence, TextReply, has_web_search
+from tests.sse import SseEvent, parse_frames
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
@@ -184,6 +191,23 @@ def cut_first_stream(monkeypatch) -> None:
     monkeypatch.setattr(views, "stream_run_events", stream)
 
 
+@pytest.fixture
+def reconnects_replay_from_the_start(page, events_requests) -> None:
+    """Every reconnection to a run's events gets all of them again, from the first (as after an id the
+    server forgot, or a proxy that dropped the header). The browser adds Last-Event-ID below what a route
+    sees or changes, so such a reconnection is answered here with the server's answer to a resume from the
+    start, which waits for the run to end."""
+
+    def replay_from_the_start(route: sync_api.Route) -> None:
+        if len(events_requests) == 1:
+            route.continue_()
+            return
+        run_id = route.request.url.split("/api/runs/")[1].split("/")[0]
+        route.fulfill(response=route.fetch(headers={**route.request.headers, "last-event-id": f"run-{run_id}:0"}))
+
+    page.route("**/api/runs/*/events*", replay_from_the_start)
+
+
 def ask(page: sync_api.Page, question: str, mode: str = "auto") -> sync_api.Locator:
     page.fill("#question", question)
     page.select_option("#mode", mode)
@@ -315,7 +339,9 @@ def test_dropped_stream_resumes_by_itself_without_duplicating_text(page, scripte
     assert re.fullmatch(r"run-[0-9a-f-]+:2", resumed.all_headers()["last-event-id"]), "resumes after the first delta"
 
 
-def test_replayed_events_after_a_reconnect_are_not_shown_twice(page, scripted_router, cut_first_stream, events_requests):
+def test_replayed_events_after_a_reconnect_are_not_shown_twice(
+    page, scripted_router, cut_first_stream, events_requests, reconnects_replay_from_the_start
+):
     """A resume that restarts from the beginning (an id the server forgot, a proxy dropping the header)
     replays events the page has already shown; it must skip them."""
     scripted_router(
@@ -326,11 +352,6 @@ def test_replayed_events_after_a_reconnect_are_not_shown_twice(page, scripted_ro
         SUMMARY,
     )
 
-    def forget_last_event_id(route: sync_api.Route) -> None:
-        headers = {k: v for k, v in route.request.headers.items() if k.lower() != "last-event-id"}
-        route.continue_(headers=headers)
-
-    page.route("**/api/runs/*/events*", forget_last_event_id)
     answer = ask(page, "How did Apple do?")
 
     wait_until_finished(answer)
@@ -507,8 +528,20 @@ FOLLOW_UP = PlannedSubQuestion(
     id="q5", question="How fast did Azure grow in the latest quarter?", type="qualitative", route="web_search"
 )
 RESEARCH_SOURCES = [
-    Source(n=1, title="AAPL income statement (quarterly)", url="https://finance.yahoo.com/quote/AAPL/financials", kind="market_data"),
-    Source(n=2, title="MSFT income statement (quarterly)", url="https://finance.yahoo.com/quote/MSFT/financials", kind="market_data"),
+    Source(
+        n=1,
+        title="AAPL income statement (quarterly)",
+        url="https://finance.yahoo.com/quote/AAPL/financials",
+        kind="market_data",
+        as_of="2025-06-30",
+    ),
+    Source(
+        n=2,
+        title="MSFT income statement (quarterly)",
+        url="https://finance.yahoo.com/quote/MSFT/financials",
+        kind="market_data",
+        as_of="2025-06-30",
+    ),
     Source(n=3, title="Apple's Services hit a record - Reuters", url="https://www.reuters.com/technology/apple-services", kind="web"),
     Source(n=4, title="Microsoft FY25 Q4 earnings release", url="https://www.microsoft.com/en-us/investor/earnings", kind="web"),
 ]
@@ -527,8 +560,23 @@ RESEARCH_ANSWER = [
 ]
 
 
+REVENUE_CHART = ChartEvent(
+    id="c1",
+    title="Total Revenue (quarterly): AAPL vs MSFT",
+    kind="bars",
+    unit="USD",
+    as_of="2025-06-30",
+    source_n=1,
+    series=[
+        ChartSeries(name="AAPL", source_n=1, points=[("2024-Q4", 124.3e9), ("2025-Q1", 95.4e9), ("2025-Q2", 94.0e9)]),
+        ChartSeries(name="MSFT", source_n=2, points=[("2024-Q4", 69.6e9), ("2025-Q1", 70.1e9), ("2025-Q2", 76.4e9)]),
+    ],
+)
+
+
 def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int = 0) -> list[Step]:
-    """A two-round research run with an analytical sub-question; `answer_paragraphs` lengthens the answer."""
+    """A two-round research run with an analytical sub-question and a revenue chart; `answer_paragraphs`
+    lengthens the answer."""
     extra = [f"Further detail, paragraph {i + 1}: revenue, margins and guidance compared [1][2].\n\n" for i in range(answer_paragraphs)]
     return [
         StatusEvent(phase="analyzing", label="Analyzing the question"),
@@ -549,6 +597,7 @@ def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int
         StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 2"),
         RoundEvent(n=2, complete=True),
         StatusEvent(phase="synthesizing", label="Writing the answer", detail="From 4 findings and 4 sources"),
+        REVENUE_CHART,
         *([before_answer] if before_answer else []),
         *(DeltaEvent(text=text) for text in RESEARCH_ANSWER + extra),
         SourcesEvent(sources=RESEARCH_SOURCES),
@@ -816,3 +865,416 @@ def test_every_post_carries_the_sessions_csrf_token(page, scripted_router, posts
     cookie = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     assert [request.url.rsplit("/", 1)[-1] for request in posts] == ["conversations", "messages", "cancel"]
     assert [request.headers.get("x-csrftoken") for request in posts] == [cookie] * 3
+
+
+# --- figures: the run's market data drawn, and as a table ---------------------------------------------
+
+MARKET_QUESTION = "How have Apple's shares done over the last month, and how does its quarterly revenue compare with Microsoft's?"
+APPLE_MONTH = sub("How did Apple's share price move over the last month?", "numerical", ["AAPL"], "price_history")
+REVENUES = sub(
+    "Apple's and Microsoft's quarterly revenue, last three quarters",
+    "numerical",
+    ["AAPL", "MSFT"],
+    "income_statement",
+    frequency="quarterly",
+    periods=3,
+)
+OPEN_GAPS = ["Azure's growth in the latest quarter", "Apple's Services margin"]
+MARKET_ANSWER = [
+    "Apple closed at 196.45 USD on 2025-06-13 [1].",
+    "Microsoft's quarterly revenue was larger than Apple's in each of the last three quarters [2][3].",
+]
+
+
+@pytest.fixture
+def market_data_run(fake_openai, market_data, research_env) -> None:  # noqa: F811
+    """The next research question is answered by the real router from the fake yfinance: a month of AAPL
+    prices and AAPL and MSFT quarterly revenue (so a line chart and a bar chart), in one round that leaves
+    gaps open."""
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(fake_openai, APPLE_MONTH, REVENUES)
+    script_gaps(fake_openai, gaps(6, missing=OPEN_GAPS))
+    script_synthesis(fake_openai, *MARKET_ANSWER)
+
+
+def ask_market_question(page: sync_api.Page) -> sync_api.Locator:
+    answer = ask(page, MARKET_QUESTION, mode="research")
+    wait_until_finished(answer)
+    assert answer.get_attribute("data-state") == "done"
+    return answer
+
+
+def run_events(page: sync_api.Page, answer: sync_api.Locator) -> list[SseEvent]:
+    """The events of the answer's run, as a late subscriber gets them (the stream ends with the run)."""
+    response = page.request.get(f"/api/runs/{answer.get_attribute('data-run-id')}/events")
+    assert response.ok
+    return parse_frames(response.text())
+
+
+def charts_of(events: list[SseEvent]) -> dict[str, dict]:
+    return {event.data["kind"]: event.data for event in events if event.type == "chart"}
+
+
+def sources_of(events: list[SseEvent]) -> list[dict]:
+    return next(event.data["sources"] for event in events if event.type == "sources")
+
+
+# The pixels of a figure's chart pane: its own canvas, the largest (the axes have theirs), as RGBA bytes.
+PANE_PIXELS_JS = """
+    const canvases = [...figure.querySelectorAll('.figure-chart canvas')];
+    const pane = canvases.reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+    const { width, height } = pane;
+    const pixels = pane.getContext('2d').getImageData(0, 0, width, height).data;
+"""
+
+BARS_JS = "(figure) => {" + PANE_PIXELS_JS + """
+    const colours = [...figure.querySelectorAll('.figure-legend .swatch')]
+        .map((swatch) => getComputedStyle(swatch).backgroundColor.match(/\\d+/g).map(Number));
+    // Bars are solid fills: a bar is a run of columns holding its colour; its height, the most rows of it.
+    const bars = [];
+    colours.forEach(([r, g, b], series) => {
+        let bar = null;
+        for (let x = 0; x < width; x += 1) {
+            let rows = 0;
+            for (let y = 0; y < height; y += 1) {
+                const i = (y * width + x) * 4;
+                if (pixels[i] === r && pixels[i + 1] === g && pixels[i + 2] === b && pixels[i + 3] === 255) rows += 1;
+            }
+            if (rows > 0 && bar === null) bar = { series, left: x, height: 0 };
+            if (rows > 0) bar.height = Math.max(bar.height, rows);
+            if (rows === 0 && bar !== null) { bars.push(bar); bar = null; }
+        }
+        if (bar !== null) bars.push(bar);
+    });
+    return bars.sort((a, b) => a.left - b.left).map(({ series, height }) => [series, height]);
+}
+"""
+
+LINE_JS = "(figure, points) => {" + PANE_PIXELS_JS + """
+    const [r, g, b] = getComputedStyle(figure.querySelector('.figure-legend .swatch')).backgroundColor.match(/\\d+/g).map(Number);
+    const onLine = (x, y) => {
+        const i = (y * width + x) * 4;
+        return pixels[i + 3] > 200 && Math.abs(pixels[i] - r) < 40 && Math.abs(pixels[i + 1] - g) < 40 && Math.abs(pixels[i + 2] - b) < 40;
+    };
+    let left = width, right = -1;
+    for (let x = 0; x < width; x += 1) for (let y = 0; y < height; y += 1) if (onLine(x, y)) { left = Math.min(left, x); right = Math.max(right, x); }
+    // Points are evenly spaced from the first to the last: where the line crosses each point's column.
+    return Array.from({ length: points }, (_, k) => {
+        const x = Math.round(left + ((right - left) * k) / (points - 1));
+        const ys = [];
+        for (let y = 0; y < height; y += 1) if (onLine(x, y)) ys.push(y);
+        return ys.length ? ys.reduce((sum, y) => sum + y, 0) / ys.length : null;
+    });
+}
+"""
+
+
+def assert_bars_drawn_from(figure: sync_api.Locator, chart: dict) -> None:
+    """One bar per series and period, side by side in period order, each as tall as its figure."""
+    # A chart paints on the animation frame after it is shown or resized.
+    figure.page.wait_for_function(f"(figure) => ({BARS_JS})(figure).length > 0", arg=figure.element_handle())
+    bars = figure.evaluate(BARS_JS)
+    periods = sorted({x for series in chart["series"] for x, _ in series["points"]})
+    values = [dict(series["points"]) for series in chart["series"]]
+    expected = [(s, values[s][period]) for period in periods for s in range(len(values))]
+    assert [series for series, _ in bars] == [series for series, _ in expected], bars
+    pixels_per_unit = [height / value for (_, height), (_, value) in zip(bars, expected, strict=True)]
+    assert max(pixels_per_unit) / min(pixels_per_unit) < 1.03, bars
+
+
+def assert_line_drawn_from(figure: sync_api.Locator, chart: dict) -> None:
+    """The line passes each point's column at a height linear in the point's value, higher for more."""
+    [series] = chart["series"]
+    values = [y for _, y in series["points"]]
+    heights = figure.evaluate(LINE_JS, len(values))
+    assert None not in heights, heights
+    n = len(values)
+    mean_v, mean_h = sum(values) / n, sum(heights) / n
+    slope = sum((v - mean_v) * (h - mean_h) for v, h in zip(values, heights, strict=True)) / sum((v - mean_v) ** 2 for v in values)
+    assert slope < 0, "a higher close is drawn higher up"
+    residuals = [abs(h - (mean_h + slope * (v - mean_v))) for v, h in zip(values, heights, strict=True)]
+    assert max(residuals) < 3, (residuals, heights)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_market_data_answer_draws_its_charts_above_the_text_from_the_events_points(page, market_data_run, viewport):
+    page.set_viewport_size(viewport)
+    answer = ask_market_question(page)
+
+    events = run_events(page, answer)
+    charts, sources = charts_of(events), sources_of(events)
+    figures = answer.locator(".figures figure")
+    assert figures.evaluate_all("(fs) => fs.map((f) => f.dataset.chartId)") == ["c1", "c2"]
+    assert answer.evaluate(
+        "(el) => el.querySelector('.figures').compareDocumentPosition(el.querySelector('.answer')) & Node.DOCUMENT_POSITION_FOLLOWING"
+    ), "the figures come before the text"
+    line, bars = answer.locator('figure[data-kind="line"]'), answer.locator('figure[data-kind="bars"]')
+    assert line.locator(".figure-title").inner_text() == charts["line"]["title"] == "AAPL closing price"
+    assert line.locator(".figure-meta").inner_text() == "USD · as of 2025-06-13"
+    assert bars.locator(".figure-title").inner_text() == charts["bars"]["title"]
+    assert bars.locator(".figure-meta").inner_text() == f"USD billions · as of {charts['bars']['as_of']}"
+    assert bars.locator(".figure-legend li").all_text_contents() == ["AAPL[2]", "MSFT[3]"]
+    assert_line_drawn_from(line, charts["line"])
+    assert_bars_drawn_from(bars, charts["bars"])
+
+    # Each series' source number leads to its entry in the answer's source list.
+    msft = bars.locator(".figure-legend a.source-ref").nth(1)
+    target = msft.get_attribute("href")
+    listed = answer.locator(f".sources li{target}")
+    assert listed.locator("a").get_attribute("href") == next(s["url"] for s in sources if s["n"] == 3)
+    assert msft.get_attribute("title") == next(s["title"] for s in sources if s["n"] == 3)
+    assert listed.locator(".source-kind").inner_text() == "market data, as of 2025-03-31"
+    credit = line.locator(".figure-credit a")
+    assert credit.get_attribute("href") == "https://www.tradingview.com/", "the licence's attribution is shown"
+    if shots := os.environ.get("CHAT_PAGE_SCREENSHOTS"):
+        # To look at: the question and its answer's figures, then the bar chart as a table.
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        size = f"{viewport['width']}x{viewport['height']}"
+        page.locator(".turn.user").evaluate("(el) => el.scrollIntoView({block: 'start'})")
+        page.screenshot(path=str(Path(shots) / f"market-data-answer-{size}.png"))
+        bars.locator("button.figure-table-toggle").click()
+        bars.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+        page.screenshot(path=str(Path(shots) / f"market-data-table-{size}.png"))
+
+
+def test_a_chart_toggles_to_a_table_of_the_same_figures_right_aligned_with_units_and_periods(page, market_data_run):
+    answer = ask_market_question(page)
+    charts = charts_of(run_events(page, answer))
+    chart = charts["bars"]
+    bars = answer.locator('figure[data-kind="bars"]')
+
+    bars.locator("button.figure-table-toggle").click()
+
+    table = bars.locator("table.figure-data")
+    assert bars.locator(".figure-chart").is_hidden() and table.is_visible()
+    periods = sorted({x for series in chart["series"] for x, _ in series["points"]})
+    assert table.locator("thead th").all_inner_texts() == ["USD billions", *periods]
+    for row, series in zip(table.locator("tbody tr").all(), chart["series"], strict=True):
+        assert row.locator("th").inner_text() == f"{series['name']}[{series['source_n']}]"
+        assert row.locator("td").all_inner_texts() == [f"{y / 1e9:,.2f}" for _, y in series["points"]]
+    alignments = table.locator("td").evaluate_all("(cells) => cells.map((td) => getComputedStyle(td).textAlign)")
+    assert set(alignments) == {"right"}
+    assert table.locator("thead th").nth(1).evaluate("(th) => getComputedStyle(th).textAlign") == "right"
+
+    line = answer.locator('figure[data-kind="line"]')
+    line.locator("button.figure-table-toggle").click()
+    points = charts["line"]["series"][0]["points"]
+    assert line.locator("table.figure-data thead th").all_inner_texts() == ["Date", "AAPL, USD[1]"]
+    assert line.locator("tbody tr").count() == len(points)
+    assert line.locator("tbody tr").last.locator("th, td").all_inner_texts() == [points[-1][0], f"{points[-1][1]:,.2f}"]
+
+    bars.locator("button.figure-table-toggle").click()
+    assert table.is_hidden() and bars.locator(".figure-chart").is_visible()
+    assert_bars_drawn_from(bars, chart)
+
+
+def test_charts_resize_with_the_layout_down_to_a_phone(page, market_data_run):
+    answer = ask_market_question(page)
+    chart = charts_of(run_events(page, answer))["bars"]
+    bars = answer.locator('figure[data-kind="bars"]')
+    drawn_width = "(f) => f.querySelector('.figure-chart .tv-lightweight-charts').getBoundingClientRect().width"
+    desktop_width = bars.evaluate(drawn_width)
+
+    page.set_viewport_size(PHONE)
+
+    page.wait_for_function(
+        "(f) => Math.abs(f.querySelector('.figure-chart .tv-lightweight-charts').getBoundingClientRect().width"
+        " - f.querySelector('.figure-chart').clientWidth) < 1",
+        arg=bars.element_handle(),
+    )
+    phone_width = bars.evaluate(drawn_width)
+    assert phone_width < PHONE["width"] < desktop_width
+    assert page.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth"), "nothing sticks out sideways"
+    assert_bars_drawn_from(bars, chart)
+
+
+def test_charts_survive_a_dropped_stream_and_a_replay_from_the_start_drawn_once(
+    page, scripted_router, cut_first_stream, events_requests, reconnects_replay_from_the_start
+):
+    drawn = Gate()
+    steps = research_events(before_answer=drawn)  # the chart comes before the gate, the answer after it
+    scripted_router(*steps)
+
+    answer = ask(page, RESEARCH_QUESTION, mode="research")
+    figure = answer.locator(".figures figure")
+    sync_api.expect(figure).to_have_count(1)
+    figure.evaluate("(el) => { el.dataset.drawnBeforeTheDrop = 'yes'; }")
+    drawn.open()  # the stream breaks after the first delta; the page reconnects and is sent everything again
+
+    wait_until_finished(answer)
+    assert len(events_requests) == 2, "the page reconnected once, and was sent every event again"
+    assert figure.count() == 1 and figure.get_attribute("data-drawn-before-the-drop") == "yes", "not drawn again"
+    assert answer.locator("canvas").count() == figure.locator("canvas").count()
+    assert_bars_drawn_from(figure, REVENUE_CHART.payload())
+    assert answer.locator(".answer h2").inner_text() == "Revenue growth over the last three quarters"
+
+
+def test_a_reloaded_page_draws_the_running_answers_chart_again(page, scripted_router):
+    later = Gate()
+    steps = research_events()
+    first_delta = next(i for i, step in enumerate(steps) if isinstance(step, DeltaEvent))
+    steps.insert(first_delta + 1, later)
+    scripted_router(*steps)
+    answer = ask(page, RESEARCH_QUESTION, mode="research")
+    sync_api.expect(answer.locator(".answer h2")).to_have_text("Revenue growth over the last three quarters")
+
+    page.reload()
+    answer = page.locator(ANSWER)
+    sync_api.expect(answer.locator(".answer h2")).to_have_text("Revenue growth over the last three quarters")
+    later.open()
+
+    wait_until_finished(answer)
+    assert answer.locator(".figures figure").count() == 1
+    assert_bars_drawn_from(answer.locator("figure"), REVENUE_CHART.payload())
+
+
+def test_a_resumed_attempt_replaces_the_charts_received_before_it(page, scripted_router):
+    earlier = REVENUE_CHART.model_copy(update={"id": "c2", "title": "From the worker that died"})
+    scripted_router(
+        StatusEvent(phase="synthesizing", label="Writing the answer"),
+        earlier,
+        DeltaEvent(text="Text from the worker that died, "),
+        HandOver(),
+        StatusEvent(phase="synthesizing", label="Writing the answer"),
+        REVENUE_CHART,
+        DeltaEvent(text="Revenue was $391B [1]."),
+        SourcesEvent(sources=RESEARCH_SOURCES),
+        SUMMARY,
+    )
+
+    answer = ask(page, "How did Apple do?")
+
+    wait_until_finished(answer)
+    assert answer.locator(".figures .figure-title").all_inner_texts() == [REVENUE_CHART.title]
+
+
+# --- follow-ups ---------------------------------------------------------------------------------------
+
+
+def test_suggested_questions_come_from_the_last_rounds_gaps_once_the_run_is_done(page, scripted_router):
+    before_done = Gate()
+    scripted_router(
+        RoundEvent(n=1, complete=False, gaps=["Apple's revenue"], follow_ups=["What was Apple's revenue?"]),
+        RoundEvent(n=2, complete=False, gaps=["Azure's growth in the latest quarter"], follow_ups=["How fast did Azure grow?"]),
+        DeltaEvent(text="Revenue was $391B [1]."),
+        SourcesEvent(sources=[SOURCE_1]),
+        before_done,
+        SUMMARY,
+    )
+    answer = ask(page, "How did Apple and Microsoft do?", mode="research")
+    sync_api.expect(answer.locator(".answer")).to_have_text("Revenue was $391B [1].")
+    assert answer.locator(".follow-ups").is_hidden(), "not while the answer is being written"
+
+    before_done.open()
+
+    wait_until_finished(answer)
+    assert answer.locator("button.follow-up").all_inner_texts() == [
+        "How fast did Azure grow?",
+        "Dig deeper: Azure's growth in the latest quarter",
+    ]
+
+
+def test_a_complete_run_suggests_nothing(page, scripted_router):
+    scripted_router(RoundEvent(n=1, complete=True), DeltaEvent(text="Revenue was $391B [1]."), SourcesEvent(sources=[SOURCE_1]), SUMMARY)
+
+    answer = ask(page, "How did Apple do?", mode="research")
+
+    wait_until_finished(answer)
+    assert answer.locator(".follow-ups").is_hidden()
+    assert answer.locator("button.follow-up").count() == 0
+
+
+def test_clicking_a_suggested_question_asks_it_in_the_same_conversation(page, market_data_run, scripted_router, posts):
+    ask_market_question(page)
+    suggestions = page.locator(ANSWER).first.locator("button.follow-up")
+    assert suggestions.all_inner_texts() == [f"Dig deeper: {gap}" for gap in OPEN_GAPS]
+    page.fill("#question", "a draft the click leaves alone")
+    writing = Gate()
+    scripted_router(
+        StatusEvent(phase="synthesizing", label="Writing the answer"), writing, DeltaEvent(text="Azure grew 39% [1]."), SourcesEvent(sources=[SOURCE_1]), SUMMARY
+    )
+
+    suggestions.first.click()
+
+    second = page.locator(ANSWER).nth(1)
+    sync_api.expect(second.locator(".phase-label")).to_have_text("Writing the answer")
+    assert suggestions.first.is_disabled() and page.locator("#ask").is_disabled(), "one question at a time"
+    writing.open()
+    wait_until_finished(second)
+    assert second.locator(".answer").inner_text() == "Azure grew 39% [1]."
+    [conversation_post, first_question, follow_up] = posts
+    assert conversation_post.url.endswith("/api/conversations")
+    assert follow_up.url == first_question.url, "posted to the same conversation"
+    assert follow_up.post_data_json["content"] == "Dig deeper: Azure's growth in the latest quarter"
+    assert page.locator(".turn.user .bubble").all_inner_texts() == [MARKET_QUESTION, "Dig deeper: Azure's growth in the latest quarter"]
+    assert page.locator("#conversations button").count() == 1
+    assert page.input_value("#question") == "a draft the click leaves alone"
+    assert suggestions.first.is_enabled()
+
+
+# --- exports ------------------------------------------------------------------------------------------
+
+
+def test_copy_puts_the_answer_and_its_numbered_sources_on_the_clipboard_as_markdown(page, market_data_run, page_server_url):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page_server_url)
+    answer = ask_market_question(page)
+    events = run_events(page, answer)
+
+    answer.locator("button.copy-markdown").click()
+
+    sync_api.expect(answer.locator(".action-note")).to_have_text("Copied.")
+    text = "".join(event.data["text"] for event in events if event.type == "delta")
+    listed = [f"- [{s['n']}] [{s['title']}]({s['url']}) — market data, as of {s['as_of']}" for s in sources_of(events)]
+    assert page.evaluate("() => navigator.clipboard.readText()") == f"{text}\n\nSources:\n" + "\n".join(listed) + "\n"
+    assert text.startswith(MARKET_ANSWER[0])
+
+
+def test_the_report_download_holds_answer_sources_figures_trace_and_facts(page, market_data_run):
+    answer = ask_market_question(page)
+    events = run_events(page, answer)
+    run = page.request.get(f"/api/runs/{answer.get_attribute('data-run-id')}").json()
+    assert run["facts"], "the run computed facts from its market data"
+
+    with page.expect_download() as downloading:
+        answer.locator("button.download-report").click()
+
+    download = downloading.value
+    assert download.suggested_filename.endswith("-report.md")
+    report = Path(download.path()).read_text(encoding="utf-8")
+    text = "".join(event.data["text"] for event in events if event.type == "delta")
+    assert report.startswith(f"# {MARKET_QUESTION}\n")
+    assert f"## Answer\n\n{text}\n\n## Sources\n\n" in report
+    for source in sources_of(events):
+        assert f"- [{source['n']}] [{source['title']}]({source['url']}) — market data, as of {source['as_of']}" in report
+    chart = charts_of(events)["bars"]
+    assert f"### {chart['title']}" in report
+    for series in chart["series"]:
+        cells = " | ".join(f"{y / 1e9:,.2f}" for _, y in series["points"])
+        assert f"| {series['name']} \\[{series['source_n']}\\] | {cells} |" in report
+    assert f"1. **q1** (numerical, market data): {APPLE_MONTH.question}" in report
+    assert f"2. **q2** (numerical, market data): {REVENUES.question}" in report
+    assert "- **Round 1**: incomplete · score 6/10 · sub-questions q1, q2" in report
+    assert f"  - Gaps: {'; '.join(OPEN_GAPS)}" in report
+    for fact in run["facts"]:
+        assert f"**{fact['id']}: {fact['label']}**" in report
+        assert f"  - Formula: {fact['formula']}" in report
+
+
+def test_a_charts_figures_download_as_csv_rows_with_their_sources(page, market_data_run):
+    answer = ask_market_question(page)
+    events = run_events(page, answer)
+    chart = charts_of(events)["bars"]
+    urls = {source["n"]: source["url"] for source in sources_of(events)}
+
+    with page.expect_download() as downloading:
+        answer.locator('figure[data-kind="bars"] button.figure-csv').click()
+
+    download = downloading.value
+    assert download.suggested_filename == "total-revenue-quarterly-aapl-vs-msft.csv"
+    rows = list(csv.reader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
+    assert rows[0] == ["series", "period", "value", "unit", "as_of", "source_n", "source_title", "source_url"]
+    assert [(r[0], r[1], float(r[2]), r[3], r[4], int(r[5]), r[7]) for r in rows[1:]] == [
+        (series["name"], x, y, "USD", chart["as_of"], series["source_n"], urls[series["source_n"]])
+        for series in chart["series"]
+        for x, y in series["points"]
+    ]

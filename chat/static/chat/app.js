@@ -10,14 +10,21 @@
  * sequence number; events at or below the last one shown are ignored, so a replay never duplicates text.
  *
  * Layout: only the transcript scrolls; the question box stays at the bottom of the window. Each answer
- * is a stack of sections (the research process, the text, the sources, the error line), so the figures
- * and trust marks still to come are more sections, not a rewrite.
+ * is a stack of sections (the research process, the figures, the text, the sources, the error line, the
+ * suggested next questions, the export buttons), so the trust marks still to come are more sections.
+ *
+ * Other scripts, loaded before this one: dom.js (element helpers), figures.js (charts and tables of the
+ * run's market data), export.js (Markdown, report and CSV exports).
  */
 (() => {
   "use strict";
 
+  const { httpUrl, element, button, externalLink, download } = window.ChatDom;
+  const { Figure } = window.ChatFigures;
+  const { answerMarkdown, reportMarkdown, chartCsv, fileStem } = window.ChatExport;
+
   const PHASES = ["analyzing", "researching", "evaluating", "synthesizing"];
-  const RUN_EVENTS = ["status", "plan", "step", "round", "attempt", "delta", "sources", "done", "error"];
+  const RUN_EVENTS = ["status", "plan", "step", "round", "attempt", "chart", "delta", "sources", "done", "error"];
   const STEP_STATES = {
     pending: "pending",
     started: "running",
@@ -41,6 +48,8 @@
   const ACTIVE_RUN_KEY = "chat.activeRun";
   const END_OF_TRANSCRIPT_PX = 48; // this close to the end counts as reading the end
   const SHOW_COUNT_FROM_SHARE = 0.9; // the live character count appears at 90% of the limit
+  const MAX_FOLLOW_UPS = 3;
+  const ACTION_NOTE_MS = 4000; // how long "Copied." and the like stay next to the export buttons
   const PURIFY_OPTIONS = {
     USE_PROFILES: { html: true },
     FORBID_TAGS: ["img", "style", "form", "input", "button", "textarea", "select", "iframe"],
@@ -73,6 +82,7 @@
     askHoldTimer: null,
     atTranscriptEnd: true, // the reader is at the end of the transcript: a growing answer keeps them there
     lastScrollTop: 0,
+    answerViews: [], // of the transcript shown: their charts are let go when it is cleared
   };
 
   // --- the JSON API --------------------------------------------------------------------------------------
@@ -152,16 +162,6 @@
 
   // --- safe rendering -------------------------------------------------------------------------------------
 
-  /** The URL if it is absolute http(s), else null: no javascript:, data: or relative links from answers. */
-  function httpUrl(value) {
-    try {
-      const url = new URL(value);
-      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
-    } catch {
-      return null;
-    }
-  }
-
   function escapeHtml(text) {
     const entities = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
     return text.replace(/[&<>"']/g, (character) => entities[character]);
@@ -185,21 +185,6 @@
     node.setAttribute("target", "_blank");
     node.setAttribute("rel", "noopener noreferrer");
   });
-
-  function element(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
-
-  function externalLink(url, text, className) {
-    const link = element("a", className, text);
-    link.href = url;
-    link.target = "_blank";
-    link.rel = "noopener noreferrer";
-    return link;
-  }
 
   /** A `[n]` marker: a link to its source when that is http(s), else plain text. `data-n` lets marks
    * about the source (its verification, say) find every place it is cited. */
@@ -244,15 +229,18 @@
     target.replaceChildren(fragment);
   }
 
-  function renderSources(panel, sources) {
+  /** The numbered source list; entry n has the id `<idPrefix>-source-<n>`, for links from figures. */
+  function renderSources(panel, sources, idPrefix) {
     const list = panel.querySelector("ol");
     list.replaceChildren(
       ...sources.map((source) => {
         const item = element("li");
         item.value = source.n;
+        item.id = `${idPrefix}-source-${source.n}`;
         const url = httpUrl(source.url);
         item.append(url === null ? element("span", "", source.title) : externalLink(url, source.title || url));
-        item.append(element("span", "source-kind", source.kind === "market_data" ? "market data" : "web"));
+        const kind = source.kind === "market_data" ? "market data" : "web";
+        item.append(element("span", "source-kind", source.as_of ? `${kind}, as of ${source.as_of}` : kind));
         return item;
       }),
     );
@@ -412,23 +400,58 @@
     }
   }
 
-  /** The DOM of one answer: its process panel, the streamed text, sources, errors. */
+  let answersShown = 0; // numbers the answers on the page: ids for their sources, which figures link to
+
+  /** Suggested next questions: what the last research round left open. Its follow-ups are questions as
+   * they stand; its gaps are short phrases, asked as "Dig deeper: <gap>" (the conversation so far goes
+   * with the question, so the model knows what it refers to). No model call is made to word them. */
+  function followUpsOf(round) {
+    if (round === null) return [];
+    const questions = [...round.follow_ups, ...round.gaps.map((gap) => `Dig deeper: ${gap}`)];
+    return [...new Set(questions)].slice(0, MAX_FOLLOW_UPS);
+  }
+
+  /** The DOM of one answer: its process panel, figures, the streamed text, sources, errors, follow-ups
+   * and export buttons. `runId` is known for answers followed live (their report comes from the run). */
   class AnswerView {
-    constructor() {
+    constructor({ runId = null, question = "" } = {}) {
+      this.runId = runId;
+      this.question = question;
+      answersShown += 1;
+      this.idPrefix = `answer-${answersShown}`;
       this.text = "";
       this.sources = [];
+      this.figures = new Map(); // chart id -> Figure, in the order the charts came
+      this.lastRound = null;
       this.renderQueued = false;
       this.root = element("article", "turn assistant");
       this.root.dataset.state = "running";
       this.process = new ProcessPanel();
       this.connection = element("p", "connection");
+      this.figuresBox = element("section", "figures");
+      this.figuresBox.setAttribute("aria-label", "Figures");
+      this.figuresBox.hidden = true;
       this.answer = element("div", "answer");
       this.sourcesPanel = element("aside", "sources");
       this.sourcesPanel.append(element("h3", "", "Sources"), element("ol"));
       this.sourcesPanel.hidden = true;
       this.error = element("p", "run-error");
       this.error.hidden = true;
-      this.root.append(this.process.root, this.connection, this.answer, this.sourcesPanel, this.error);
+      this.followUps = element("section", "follow-ups");
+      this.followUps.setAttribute("aria-label", "Suggested next questions");
+      this.followUps.hidden = true;
+      this.actions = this.exportButtons();
+      this.actions.hidden = true;
+      this.root.append(
+        this.process.root,
+        this.connection,
+        this.figuresBox,
+        this.answer,
+        this.sourcesPanel,
+        this.error,
+        this.followUps,
+        this.actions,
+      );
     }
 
     static finished(message) {
@@ -438,7 +461,93 @@
       view.root.dataset.state = message.status === "complete" ? "done" : "error";
       if (message.status !== "complete") view.showError("incomplete", "This answer was interrupted.");
       view.render();
+      view.actions.hidden = view.text === "";
       return view;
+    }
+
+    exportButtons() {
+      const actions = element("div", "answer-actions");
+      const copy = button("copy-markdown", "Copy as Markdown", "Copy the answer and its numbered sources");
+      copy.addEventListener("click", () => this.copyMarkdown());
+      actions.append(copy);
+      if (this.runId !== null) {
+        const report = button("download-report", "Download report", "The answer, sources, figures, research trace and facts, as Markdown");
+        report.addEventListener("click", () => this.downloadReport());
+        actions.append(report);
+      }
+      this.actionNote = element("span", "action-note");
+      this.actionNote.setAttribute("role", "status");
+      actions.append(this.actionNote);
+      return actions;
+    }
+
+    noteAction(message) {
+      this.actionNote.textContent = message;
+      clearTimeout(this.actionNoteTimer);
+      this.actionNoteTimer = setTimeout(() => { this.actionNote.textContent = ""; }, ACTION_NOTE_MS);
+    }
+
+    async copyMarkdown() {
+      try {
+        await navigator.clipboard.writeText(answerMarkdown(this.text, this.sources));
+        this.noteAction("Copied.");
+      } catch {
+        this.noteAction("The browser did not allow copying to the clipboard.");
+      }
+    }
+
+    async downloadReport() {
+      let run;
+      try {
+        run = await api(`/api/runs/${this.runId}`);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        this.noteAction(`Could not load the run for the report: ${describeApiError(error)}`);
+        return;
+      }
+      const report = reportMarkdown({
+        question: this.question,
+        text: this.text,
+        sources: this.sources,
+        charts: [...this.figures.values()].map((figure) => figure.chart),
+        run,
+        exportedAt: new Date().toISOString(),
+      });
+      download(`${fileStem(this.question || "research")}-report.md`, "text/markdown;charset=utf-8", report);
+    }
+
+    downloadCsv(chart) {
+      download(`${fileStem(chart.title)}.csv`, "text/csv;charset=utf-8", chartCsv(chart, this.sources));
+    }
+
+    /** `[n]` next to a figure's series: a link to source n in this answer's list (which may come later). */
+    sourceLink(n) {
+      const link = element("a", "source-ref", `[${n}]`);
+      link.href = `#${this.idPrefix}-source-${n}`;
+      link.dataset.n = String(n);
+      const source = this.sources.find((known) => known.n === n);
+      if (source) link.title = source.title;
+      return link;
+    }
+
+    /** A `chart` event. A chart that comes again (same id) replaces the one shown. */
+    addChart(chart) {
+      const figure = new Figure(chart, { sourceLink: (n) => this.sourceLink(n), onCsv: (shown) => this.downloadCsv(shown) });
+      const previous = this.figures.get(chart.id);
+      if (previous) {
+        previous.root.replaceWith(figure.root);
+        previous.remove();
+      } else {
+        this.figuresBox.append(figure.root);
+      }
+      this.figures.set(chart.id, figure);
+      this.figuresBox.hidden = false;
+      figure.draw();
+    }
+
+    addRound(round) {
+      this.lastRound = round;
+      this.process.addRound(round);
     }
 
     appendText(text) {
@@ -452,16 +561,19 @@
       });
     }
 
-    /** An `attempt` event: the text and sources received so far are discarded; they come again. */
+    /** An `attempt` event: the text, figures and sources received so far are discarded; they come again. */
     restart(attempt) {
       this.text = "";
+      this.removeFigures();
       this.setSources([]);
       this.process.restart(attempt);
     }
 
     setSources(sources) {
       this.sources = sources;
-      renderSources(this.sourcesPanel, sources);
+      renderSources(this.sourcesPanel, sources, this.idPrefix);
+      const titles = new Map(sources.map((source) => [String(source.n), source.title]));
+      for (const link of this.figuresBox.querySelectorAll("a.source-ref")) link.title = titles.get(link.dataset.n) || "";
       this.render();
     }
 
@@ -479,11 +591,26 @@
       this.error.hidden = false;
     }
 
+    showFollowUps() {
+      const questions = followUpsOf(this.lastRound);
+      this.followUps.replaceChildren(
+        element("h3", "", "Ask next"),
+        ...questions.map((question) => {
+          const ask = button("follow-up", question);
+          ask.addEventListener("click", () => askFollowUp(question));
+          return ask;
+        }),
+      );
+      this.followUps.hidden = questions.length === 0;
+    }
+
     finish() {
       this.setConnection("");
       this.render();
       this.process.finish();
       this.root.dataset.state = "done";
+      this.showFollowUps();
+      this.actions.hidden = false;
     }
 
     fail(code, message) {
@@ -492,6 +619,13 @@
       this.process.stop();
       this.root.dataset.state = "error";
       this.showError(code, message);
+      this.actions.hidden = this.text === ""; // a partial answer can still be copied
+    }
+
+    removeFigures() {
+      for (const figure of this.figures.values()) figure.remove();
+      this.figures.clear();
+      this.figuresBox.hidden = true;
     }
   }
 
@@ -547,8 +681,9 @@
         case "status": view.process.setStatus(data); break;
         case "plan": view.process.setPlan(data); break;
         case "step": view.process.setStep(data); break;
-        case "round": view.process.addRound(data); break;
+        case "round": view.addRound(data); break;
         case "attempt": view.restart(data); break;
+        case "chart": view.addChart(data); break;
         case "delta": view.appendText(data.text); break;
         case "sources": view.setSources(data.sources); break;
         case "done": this.end(null); break;
@@ -628,6 +763,7 @@
 
   function appendAssistantTurn(view) {
     appendTurn(view.root);
+    state.answerViews.push(view);
     // Opening the process panel by hand is reading it: stop following the answer, keep the panel in view.
     view.process.summary.addEventListener("click", () => {
       state.atTranscriptEnd = false;
@@ -637,6 +773,8 @@
 
   function clearTranscript(...children) {
     for (const turn of els.transcript.children) turnGrowth.unobserve(turn);
+    for (const view of state.answerViews) view.removeFigures();
+    state.answerViews = [];
     els.transcript.replaceChildren(...children);
   }
 
@@ -679,8 +817,10 @@
     if (els.formError.dataset.aboutQuestion === "true") showFormError("");
   }
 
+  /** Ask, and the suggested next questions (which ask too), wait while an answer is being written. */
   function refreshAsk() {
     els.ask.disabled = state.follower !== null || state.sending || Date.now() < state.askHeldUntil;
+    for (const followUp of els.transcript.querySelectorAll("button.follow-up")) followUp.disabled = els.ask.disabled;
   }
 
   /** After a 429, Ask waits out the server's Retry-After instead of inviting another refusal. */
@@ -699,8 +839,8 @@
 
   // --- the page -------------------------------------------------------------------------------------------
 
-  function follow(runId, eventsUrl) {
-    const view = new AnswerView();
+  function follow(runId, eventsUrl, question) {
+    const view = new AnswerView({ runId, question });
     view.root.dataset.runId = runId;
     appendAssistantTurn(view);
     const follower = new RunFollower({
@@ -718,7 +858,7 @@
     state.follower = follower;
     sessionStorage.setItem(
       ACTIVE_RUN_KEY,
-      JSON.stringify({ conversationId: state.conversationId, runId, eventsUrl }),
+      JSON.stringify({ conversationId: state.conversationId, runId, eventsUrl, question }),
     );
     setRunning(true);
     follower.open();
@@ -786,7 +926,7 @@
       const run = await api(`/api/runs/${active.runId}`);
       if (state.conversationId !== conversationId) return; // the user moved on while we asked
       if (run.status === "queued" || run.status === "running") {
-        follow(active.runId, active.eventsUrl);
+        follow(active.runId, active.eventsUrl, active.question);
         return;
       }
     } catch (error) {
@@ -814,6 +954,21 @@
       els.question.focus();
       return;
     }
+    if (await send(content)) {
+      els.question.value = "";
+      updateQuestionHint();
+    }
+  }
+
+  /** A suggested next question, asked in this conversation as it stands; the box keeps what is in it. */
+  function askFollowUp(question) {
+    if (state.follower || state.sending) return;
+    send(question);
+  }
+
+  /** Post `content` to the current conversation (made first if there is none) and follow its answer;
+   * whether it was accepted. A refusal is said under the box. */
+  async function send(content) {
     showFormError("");
     state.sending = true;
     refreshAsk();
@@ -825,16 +980,16 @@
         method: "POST",
         body: { content, mode: els.mode.value, timezone: browserTimeZone() },
       });
-      els.question.value = "";
-      updateQuestionHint();
       appendUserTurn(content);
       scrollTranscriptToEnd(); // the asker wants to see their answer come in
-      follow(accepted.run_id, accepted.events_url);
+      follow(accepted.run_id, accepted.events_url, content);
       loadConversations();
+      return true;
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       showFormError(describeApiError(error));
       if (error.status === 429 && error.retryAfterS) holdAsk(error.retryAfterS);
+      return false;
     } finally {
       state.sending = false;
       refreshAsk();

@@ -1,0 +1,191 @@
+/*
+ * Exports of an answer, made in the browser from what the page holds plus GET /api/runs/{id}:
+ * the answer as Markdown with its numbered sources (for the clipboard), the whole run as a Markdown
+ * report (answer, sources, figures, research trace, computed facts), and a chart's figures as CSV.
+ *
+ * Markdown is text another program renders, so titles and labels from the web are escaped where they
+ * could be read as markup, and links are only ever the sources' own http(s) URLs.
+ */
+window.ChatExport = (() => {
+  "use strict";
+
+  const { httpUrl } = window.ChatDom;
+  const { figureTable, formatFigure, unitLabel } = window.ChatFigures;
+
+  const ROUTE_NAMES = { market_data: "market data", web_search: "web search", synthesis: "answered in the synthesis" };
+  const plain = new Intl.NumberFormat("en", { maximumFractionDigits: 4 });
+
+  // --- Markdown -------------------------------------------------------------------------------------------
+
+  /** Text that Markdown shows as written: its punctuation that could start markup is backslash-escaped. */
+  function markdownText(text) {
+    return String(text).replace(/[\\`*_[\]<>|#]/g, "\\$&").replace(/\s+/g, " ").trim();
+  }
+
+  /** A source's URL inside `( )`: parentheses and spaces encoded, so the link cannot end early. */
+  function markdownUrl(url) {
+    return url.replace(/[()\s]/g, (character) => encodeURIComponent(character));
+  }
+
+  function sourceDetails(source) {
+    if (source.kind === "market_data") return source.as_of ? `market data, as of ${source.as_of}` : "market data";
+    return source.published ? `web, published ${source.published}` : "web";
+  }
+
+  /** `- [n] [Title](url) — market data, as of 2025-06-13`: the numbers the answer's `[n]` markers cite. */
+  function sourceLines(sources) {
+    return sources.map((source) => {
+      const url = httpUrl(source.url);
+      const title = markdownText(source.title || source.url);
+      const named = url === null ? title : `[${title}](${markdownUrl(url)})`;
+      return `- [${source.n}] ${named} — ${sourceDetails(source)}`;
+    });
+  }
+
+  /** The answer as the model wrote it (Markdown, with `[n]` markers), then its numbered sources. */
+  function answerMarkdown(text, sources) {
+    const parts = [text.trim()];
+    if (sources.length) parts.push(["Sources:", ...sourceLines(sources)].join("\n"));
+    return `${parts.join("\n\n")}\n`;
+  }
+
+  function markdownTable(model) {
+    const cell = (text) => markdownText(text) || " ";
+    const header = [cell(model.corner), ...model.columns.map((column) => cell(columnLabel(column)))];
+    const lines = [`| ${header.join(" | ")} |`, `|${["---", ...model.columns.map(() => "---:")].join("|")}|`];
+    for (const row of model.rows) {
+      const label = row.sourceN ? `${row.label} [${row.sourceN}]` : row.label;
+      lines.push(`| ${[cell(label), ...row.cells.map((value) => formatFigure(value, model.scale))].join(" | ")} |`);
+    }
+    return lines.join("\n");
+  }
+
+  function columnLabel(column) {
+    return column.sourceN ? `${column.label} [${column.sourceN}]` : column.label;
+  }
+
+  function figureSection(chart) {
+    const sources = [...new Set(chart.series.map((series) => series.source_n))].map((n) => `[${n}]`).join(", ");
+    const meta = [unitLabel(chart), `as of ${chart.as_of}`, `source ${sources}`].filter(Boolean).join(" · ");
+    return [`### ${markdownText(chart.title)}`, meta, markdownTable(figureTable(chart))].join("\n\n");
+  }
+
+  function planSection(plan) {
+    const subQuestions = (plan && plan.sub_questions) || [];
+    if (subQuestions.length === 0) return "Answered from a single web search (no research plan).";
+    return subQuestions
+      .map((sq, i) => `${i + 1}. **${markdownText(sq.id)}** (${markdownText(sq.type)}, ${ROUTE_NAMES[sq.route] || markdownText(sq.route)}): ${markdownText(sq.question)}`)
+      .join("\n");
+  }
+
+  function roundsSection(rounds) {
+    if (!rounds || rounds.length === 0) return "No research rounds were recorded.";
+    return rounds
+      .map((round) => {
+        const facts = [round.complete ? "complete" : "incomplete"];
+        if (round.score !== null && round.score !== undefined) facts.push(`score ${plain.format(round.score)}/10`);
+        if (round.sub_questions && round.sub_questions.length) facts.push(`sub-questions ${round.sub_questions.join(", ")}`);
+        if (round.stop_reason) facts.push(`research stopped: ${round.stop_reason.replace(/_/g, " ")}`);
+        const lines = [`- **Round ${round.n}**: ${facts.map(markdownText).join(" · ")}`];
+        if (round.gaps && round.gaps.length) lines.push(`  - Gaps: ${round.gaps.map(markdownText).join("; ")}`);
+        if (round.follow_ups && round.follow_ups.length) lines.push(`  - Followed up: ${round.follow_ups.map(markdownText).join("; ")}`);
+        return lines.join("\n");
+      })
+      .join("\n");
+  }
+
+  function factValue(value, unit) {
+    if (value === null || value === undefined) return "not meaningful";
+    if (unit === "percent") return `${plain.format(value)}%`;
+    return `${plain.format(value)} ${unit}`;
+  }
+
+  function factsSection(facts) {
+    if (!facts || facts.length === 0) return "No figures were computed from market data for this answer.";
+    return facts
+      .map((fact) => {
+        const inputs = fact.inputs.map((input) => {
+          const cited = input.source.n ? ` [${input.source.n}]` : "";
+          return `${input.symbol} ${input.line} ${input.period} = ${plain.format(input.value)}${cited}`;
+        });
+        const lines = [
+          `- **${markdownText(fact.id)}: ${markdownText(fact.label)}**: ${markdownText(factValue(fact.value, fact.unit))}`,
+          `  - Formula: ${markdownText(fact.formula)}`,
+          `  - Inputs: ${inputs.map(markdownText).join("; ")}`,
+        ];
+        if (fact.note) lines.push(`  - Note: ${markdownText(fact.note)}`);
+        return lines.join("\n");
+      })
+      .join("\n");
+  }
+
+  /** The run as a Markdown document: what was asked, the answer and its sources, the figures drawn, how
+   * the research went (plan and rounds, from the stored run) and the facts computed from market data. */
+  function reportMarkdown({ question, text, sources, charts, run, exportedAt }) {
+    const about = [
+      `- Run: ${run.id} (${run.mode || run.requested_mode}, ${run.status})`,
+      `- Asked: ${run.created_at}`,
+      ...(run.finished_at ? [`- Finished: ${run.finished_at}`] : []),
+      `- Exported: ${exportedAt}`,
+    ];
+    const sections = [
+      `# ${markdownText(question || "Research report")}`,
+      about.join("\n"),
+      "## Answer",
+      text.trim() || "_No answer text._",
+      "## Sources",
+      sources.length ? sourceLines(sources).join("\n") : "No sources.",
+    ];
+    if (charts.length) sections.push("## Figures", ...charts.map(figureSection));
+    sections.push(
+      "## Research trace",
+      "### Plan",
+      planSection(run.plan),
+      "### Rounds",
+      roundsSection(run.rounds),
+      "## Facts computed from market data",
+      factsSection(run.facts),
+    );
+    return `${sections.join("\n\n")}\n`;
+  }
+
+  // --- CSV ------------------------------------------------------------------------------------------------
+
+  /** One CSV field: quoted when it must be, and a text that a spreadsheet would run as a formula
+   * (starting with = + - @) is prefixed with ' so that it stays text. */
+  function csvField(value, { text = true } = {}) {
+    let field = value === null || value === undefined ? "" : String(value);
+    if (text && /^[=+\-@\t\r]/.test(field)) field = `'${field}`;
+    return /[",\r\n]/.test(field) ? `"${field.replace(/"/g, '""')}"` : field;
+  }
+
+  /** A chart's figures, one row per point, unscaled: `series,period|date,value,unit,as_of,source_n,
+   * source_title,source_url`. The source columns are empty until the answer's sources have arrived. */
+  function chartCsv(chart, sources) {
+    const byNumber = new Map(sources.map((source) => [source.n, source]));
+    const header = ["series", chart.kind === "bars" ? "period" : "date", "value", "unit", "as_of", "source_n", "source_title", "source_url"];
+    const rows = chart.series.flatMap((series) => {
+      const source = byNumber.get(series.source_n);
+      return series.points.map(([x, y]) =>
+        [
+          csvField(series.name),
+          csvField(x),
+          csvField(y, { text: false }),
+          csvField(chart.unit),
+          csvField(chart.as_of),
+          csvField(series.source_n, { text: false }),
+          csvField(source ? source.title : ""),
+          csvField(source ? httpUrl(source.url) : ""),
+        ].join(","),
+      );
+    });
+    return `${[header.join(","), ...rows].join("\r\n")}\r\n`;
+  }
+
+  /** A file name made of the words of `title`: "Total Revenue (quarterly)" → "total-revenue-quarterly". */
+  function fileStem(title) {
+    return title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "export";
+  }
+
+  return { answerMarkdown, reportMarkdown, chartCsv, fileStem };
+})();
