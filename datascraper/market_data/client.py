@@ -578,9 +578,9 @@ async def fetch_market_data(
     per ticker, concurrently.
 
     The tools return every period Yahoo has; statements and earnings are cut here to the periods asked
-    for, so the tools keep the contract's signatures. A ticker's failure (bad symbol, no data, nothing in
-    the periods asked, rate limit, timeout) is recorded in `errors` and the other tickers still count;
-    only an unreachable server raises `MarketDataUnavailable`.
+    for and the bases of their growth, so the tools keep the contract's signatures. A ticker's failure
+    (bad symbol, no data, nothing in the periods asked, rate limit, timeout) is recorded in `errors` and the
+    other tickers still count; only an unreachable server raises `MarketDataUnavailable`.
     """
     request = request if request is not None else MarketDataRequest()
     symbols = list(dict.fromkeys(ticker.strip().upper() for ticker in tickers if ticker.strip()))
@@ -660,8 +660,9 @@ def _sliced(request: MarketDataRequest) -> bool:
 
 
 def _covering(tool: ToolName, payload: dict[str, Any], request: MarketDataRequest) -> dict[str, Any] | None:
-    """The payload cut to the statements or reports asked for, with the request's corrections among its
-    notes (so the answer can say what was given instead); None when no period asked for is there.
+    """The payload cut to the statements or reports asked for, and the earlier ones their growth is measured
+    against (marked as such: `asked`), with the request's corrections among its notes (so the answer can say
+    what was given instead); None when no period asked for is there.
 
     Statements asked for after the newest one reported (a quarter still running, or ended but not yet
     reported) give the newest one, with a note: the answer can then say what is known so far.
@@ -693,14 +694,17 @@ def _covering(tool: ToolName, payload: dict[str, Any], request: MarketDataReques
 
 def _periods_named(tool: ToolName, payload: dict[str, Any], request: MarketDataRequest) -> str:
     """The periods a result covers, for its citation title: ' (quarterly), 3 periods ending 2024-09-30 to
-    2025-03-31', ' (year to date, 2025-01-02 to 2025-06-13)'."""
+    2025-03-31, with 2 earlier for growth', ' (year to date, 2025-01-02 to 2025-06-13)'. The periods asked
+    for are named; the bases kept for their growth are only counted."""
     if tool == "get_financial_statement":
         frequency, periods = payload["frequency"], payload["periods"]
+        asked = periods[: payload.get("asked") or len(periods)]
+        bases = _earlier_for_growth(len(periods) - len(asked))
         if frequency == "ttm":
             return f" (ttm), twelve months to {periods[0]}"
-        if len(periods) == 1:
-            return f" ({frequency}), period ending {periods[0]}"
-        return f" ({frequency}), {len(periods)} periods ending {periods[-1]} to {periods[0]}"
+        if len(asked) == 1:
+            return f" ({frequency}), period ending {asked[0]}{bases}"
+        return f" ({frequency}), {len(asked)} periods ending {asked[-1]} to {asked[0]}{bases}"
     if tool == "get_price_history":
         first, last = payload["bars"][0]["date"][:10], payload["bars"][-1]["date"][:10]
         if payload.get("period"):
@@ -711,8 +715,14 @@ def _periods_named(tool: ToolName, payload: dict[str, Any], request: MarketDataR
         return f" ({span}{bars})"
     if tool == "get_earnings" and _sliced(request) and payload["reported"]:
         reported = payload["reported"]
-        return f" ({len(reported)} reports, {reported[-1]['date'][:10]} to {reported[0]['date'][:10]})"
+        asked = reported[: payload.get("asked") or len(reported)]
+        bases = _earlier_for_growth(len(reported) - len(asked))
+        return f" ({len(asked)} reports, {asked[-1]['date'][:10]} to {asked[0]['date'][:10]}{bases})"
     return ""
+
+
+def _earlier_for_growth(count: int) -> str:
+    return f", with {count} earlier for growth" if count else ""
 
 
 def _nothing_in_range(symbol: str, label: str, request: MarketDataRequest) -> str:

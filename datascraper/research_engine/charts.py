@@ -135,9 +135,10 @@ def _statement_charts(statements: list[tuple[FinancialStatement, int]], question
         series = []
         for statement, n in statements:
             values = next((line.values for line in statement.lines if line.name == name), [])
+            # The periods asked for only: the bases kept for growth rates are not what the question is about.
             points = [
                 (period_label(end, statement.frequency), value)
-                for end, value in zip(statement.periods, values, strict=False)
+                for end, value in zip(statement.asked_periods, values, strict=False)
                 if value is not None
             ]
             if points:

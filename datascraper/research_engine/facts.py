@@ -6,7 +6,9 @@ matched in the number check (`quality_logger`).
 
 The rules, deliberately:
 - Growth (period over period; year over year, which for a quarterly statement compares with the quarter
-  ending about a year earlier) is (current - base) / base x 100 and needs a positive base. From a zero
+  ending about a year earlier) is (current - base) / base x 100 and needs a positive base. It is computed
+  for each period asked for: the bases may be periods that were not asked for, which the router keeps for
+  this (`FinancialStatement.covering`), so three quarters asked give three growth rates, not two. From a zero
   base there is no growth figure; from a negative base (a loss) a percentage misleads (a loss narrowing
   from -10 to -5 is not "-50%"). Either way the fact is kept with no value and a note saying why, and the
   change in amount, always meaningful, stands beside it.
@@ -17,7 +19,7 @@ The rules, deliberately:
 - A missing value (None) gives no fact at all.
 - Bounded and relevant: only the lines a sub-question names (revenue, net income, EPS, free cash flow,
   ...), else the statement's headline line, as its charts pick them (`charts.lines_asked`), margins when
-  it asks about margins, ratios for balance sheets; growth over the newest `MAX_PERIOD_PAIRS` pairs;
+  it asks about margins, ratios for balance sheets; growth of the newest `MAX_PERIOD_PAIRS` periods asked;
   comparisons between at most `MAX_COMPARED_SYMBOLS` symbols; at most `MAX_FACTS` per run, kept by tier:
   the newest growth rates, margins, ratios and the comparisons first, then changes in amount and CAGRs,
   then older periods.
@@ -33,6 +35,8 @@ from datetime import date, datetime
 from itertools import combinations
 
 from datascraper.market_data.schemas import (
+    PREVIOUS_PERIOD_DAYS,
+    YEAR_EARLIER_DAYS,
     Earnings,
     FinancialStatement,
     MarketDataFinding,
@@ -51,7 +55,6 @@ MAX_PERIOD_PAIRS = 4
 MAX_COMPARED_SYMBOLS = 4
 # Which facts a run keeps first when it has more than MAX_FACTS.
 HEADLINE, DETAIL, OLDER = 0, 1, 2
-_YEAR_EARLIER_DAYS = range(335, 396)  # how far back "the same period a year earlier" may end
 
 _OUTFLOW_LINES = {"CapitalExpenditure", "RepurchaseOfCapitalStock", "CashDividendsPaid"}
 _PER_SHARE_LINES = {"DilutedEPS", "BasicEPS"}  # growth compares across companies; amounts do not
@@ -191,53 +194,64 @@ def _statement_facts(statement: FinancialStatement, source: FactSource, question
 
 
 def _line_facts(statement: FinancialStatement, line: str, source: FactSource, book: _FactBook) -> None:
-    """Growth over the newest pairs of periods, the newest change in amount, and year over year (quarterly)
-    or CAGR over the span (annual)."""
+    """For each period asked: growth over the previous period and, for a quarter, over the same quarter a
+    year earlier, where the statement has them; the newest period's change in amount; for an annual
+    statement, the CAGR from the base of the oldest year asked to the newest."""
     inputs = [_input(statement, line, i, source) for i in range(len(statement.periods))]
     what = humanize(line) + (" (amount spent)" if line in _OUTFLOW_LINES else "")
     currency = statement.currency or "units"
     frequency = statement.frequency
-    for k, (current, base) in enumerate(zip(inputs, inputs[1:])):
-        if k == MAX_PERIOD_PAIRS:
-            break
-        if current is None or base is None:
+    for i in range(min(len(statement.asked_periods), MAX_PERIOD_PAIRS)):
+        current = inputs[i]
+        if current is None:
             continue
-        newest = k == 0
-        between = f"{_period(statement, current)} vs {_period(statement, base)}"
-        book.add(
-            _growth("growth", f"{current.symbol} {what} growth, {between}", current, base),
-            tier=HEADLINE if newest else OLDER,
-            compare_as=f"{what} growth, latest {frequency} period" if newest else None,
-        )
-        if newest:
-            book.add(_change(f"{current.symbol} {what} change, {between}", current, base, currency), tier=DETAIL)
-            if line not in _PER_SHARE_LINES:
-                book.offer(
-                    f"{what}, latest {frequency} period",
-                    currency,
-                    _Comparable(current.symbol, _amount(current), [current], DETAIL),
-                )
-    newest_input = inputs[0] if inputs else None
-    if newest_input is None:
-        return
-    if frequency == "quarterly":
-        earlier = _year_earlier(statement.periods, 0)
-        if earlier is not None and inputs[earlier] is not None:
-            base = inputs[earlier]
-            between = f"{_period(statement, newest_input)} vs {_period(statement, base)}"
-            label = f"{newest_input.symbol} {what} year over year, {between}"
+        newest = i == 0
+        previous = _previous(statement, i)
+        base = inputs[previous] if previous is not None else None
+        if base is not None:
+            between = f"{_period(statement, current)} vs {_period(statement, base)}"
             book.add(
-                _growth("yoy_growth", label, newest_input, base),
-                tier=HEADLINE,
-                compare_as=f"{what} year-over-year growth, latest quarter",
+                _growth("growth", f"{current.symbol} {what} growth, {between}", current, base),
+                tier=HEADLINE if newest else OLDER,
+                compare_as=f"{what} growth, latest {frequency} period" if newest else None,
             )
-    elif frequency == "annual" and len(inputs) >= 3 and inputs[-1] is not None:
-        first = inputs[-1]
-        years = round((statement.periods[0] - statement.periods[-1]).days / 365.25)
-        if years < 2:
-            return
-        label = f"{newest_input.symbol} {what} CAGR, {_period(statement, first)} to {_period(statement, newest_input)}"
-        book.add(_cagr(label, first, newest_input, years), tier=DETAIL, compare_as=f"{what} CAGR over {years} years")
+            if newest:
+                book.add(_change(f"{current.symbol} {what} change, {between}", current, base, currency), tier=DETAIL)
+        earlier = _year_earlier(statement.periods, i) if frequency == "quarterly" else None
+        year_base = inputs[earlier] if earlier is not None else None
+        if year_base is not None:
+            between = f"{_period(statement, current)} vs {_period(statement, year_base)}"
+            book.add(
+                _growth("yoy_growth", f"{current.symbol} {what} year over year, {between}", current, year_base),
+                tier=HEADLINE if newest else OLDER,
+                compare_as=f"{what} year-over-year growth, latest quarter" if newest else None,
+            )
+        if newest and line not in _PER_SHARE_LINES:
+            book.offer(
+                f"{what}, latest {frequency} period",
+                currency,
+                _Comparable(current.symbol, _amount(current), [current], DETAIL),
+            )
+    if frequency == "annual":
+        _cagr_fact(statement, inputs, what, book)
+
+
+def _cagr_fact(statement: FinancialStatement, inputs: list[FactInput | None], what: str, book: _FactBook) -> None:
+    """The CAGR from the oldest year asked (or the year before it, its base, when the statement has it) to
+    the newest."""
+    if not statement.periods:
+        return
+    oldest = len(statement.asked_periods) - 1
+    previous = _previous(statement, oldest)
+    first_index = previous if previous is not None and inputs[previous] is not None else oldest
+    first, last = inputs[first_index], inputs[0]
+    if first is None or last is None:
+        return
+    years = round((statement.periods[0] - statement.periods[first_index]).days / 365.25)
+    if years < 2:
+        return
+    label = f"{last.symbol} {what} CAGR, {_period(statement, first)} to {_period(statement, last)}"
+    book.add(_cagr(label, first, last, years), tier=DETAIL, compare_as=f"{what} CAGR over {years} years")
 
 
 def _margin_facts(
@@ -250,7 +264,7 @@ def _margin_facts(
 ) -> None:
     if line not in values or "TotalRevenue" not in values:
         return
-    for i in range(min(len(statement.periods), MAX_PERIOD_PAIRS)):
+    for i in range(min(len(statement.asked_periods), MAX_PERIOD_PAIRS)):
         part = _input(statement, line, i, source)
         revenue = _input(statement, "TotalRevenue", i, source)
         if part is None or revenue is None:
@@ -282,7 +296,7 @@ def _ratio_facts(
 ) -> None:
     if numerator not in values or denominator not in values:
         return
-    for i in range(min(len(statement.periods), _RATIO_PERIODS)):
+    for i in range(min(len(statement.asked_periods), _RATIO_PERIODS)):
         top = _input(statement, numerator, i, source)
         bottom = _input(statement, denominator, i, source)
         if top is None or bottom is None:
@@ -316,11 +330,20 @@ def _period(statement: FinancialStatement, value: FactInput) -> str:
     return _PERIOD_NAMES[statement.frequency].format(value.period)
 
 
+def _previous(statement: FinancialStatement, i: int) -> int | None:
+    """The index of the period before period `i`: the next one in the statement if it ends about one period
+    earlier (a statement may miss a period that Yahoo had no figures for)."""
+    days = PREVIOUS_PERIOD_DAYS.get(statement.frequency)
+    j = i + 1
+    if days is None or j >= len(statement.periods):
+        return None
+    return j if (statement.periods[i] - statement.periods[j]).days in days else None
+
+
 def _year_earlier(periods: list[date], i: int) -> int | None:
-    """The index of the period ending about a year before period `i` (fiscal quarters end on different
-    days from year to year, so "about")."""
+    """The index of the period ending about a year before period `i`."""
     for j in range(i + 1, len(periods)):
-        if (periods[i] - periods[j]).days in _YEAR_EARLIER_DAYS:
+        if (periods[i] - periods[j]).days in YEAR_EARLIER_DAYS:
             return j
     return None
 
@@ -329,32 +352,33 @@ def _year_earlier(periods: list[date], i: int) -> int | None:
 
 
 def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> None:
-    """The newest report's EPS against its estimate, and against the report a year earlier."""
-    reported = [event for event in earnings.reported if event.eps_reported is not None]
-    if not reported:
-        return
-    newest = reported[0]
+    """For each report asked: the EPS against its estimate, and against the report a year earlier where
+    there is one (a report kept only as a base may be it)."""
     symbol = earnings.symbol
-    current = _dated_input(symbol, "eps_reported", newest.date, newest.eps_reported, source)
-    if newest.eps_estimate is not None:
-        estimate = _dated_input(symbol, "eps_estimate", newest.date, newest.eps_estimate, source)
-        label = f"{symbol} EPS reported minus estimate, report of {current.period}"
-        formula = f"reported EPS - estimated EPS = {fmt(current.value)} - {fmt(estimate.value)}"
-        surprise = current.value - estimate.value
-        book.add(
-            _fact(label, surprise, earnings.currency or "units", "difference", formula, [current, estimate]),
-            tier=HEADLINE,
-        )
-    for event in reported[1:]:
-        if (newest.date.date() - event.date.date()).days in _YEAR_EARLIER_DAYS:
-            base = _dated_input(symbol, "eps_reported", event.date, event.eps_reported, source)
-            label = f"{symbol} reported EPS year over year, report of {current.period} vs {base.period}"
+    reported = [(event, event.eps_reported) for event in earnings.reported if event.eps_reported is not None]
+    asked = [(event, eps) for event, eps in reported if event in earnings.asked_reported][:MAX_PERIOD_PAIRS]
+    for k, (event, eps) in enumerate(asked):
+        newest = k == 0
+        current = _dated_input(symbol, "eps_reported", event.date, eps, source)
+        if event.eps_estimate is not None:
+            estimate = _dated_input(symbol, "eps_estimate", event.date, event.eps_estimate, source)
+            label = f"{symbol} EPS reported minus estimate, report of {current.period}"
+            formula = f"reported EPS - estimated EPS = {fmt(current.value)} - {fmt(estimate.value)}"
+            surprise = current.value - estimate.value
             book.add(
-                _growth("yoy_growth", label, current, base),
-                tier=HEADLINE,
-                compare_as="reported EPS year-over-year growth",
+                _fact(label, surprise, earnings.currency or "units", "difference", formula, [current, estimate]),
+                tier=HEADLINE if newest else OLDER,
             )
-            break
+        for earlier, earlier_eps in reported:
+            if (event.date.date() - earlier.date.date()).days in YEAR_EARLIER_DAYS:
+                base = _dated_input(symbol, "eps_reported", earlier.date, earlier_eps, source)
+                label = f"{symbol} reported EPS year over year, report of {current.period} vs {base.period}"
+                book.add(
+                    _growth("yoy_growth", label, current, base),
+                    tier=HEADLINE if newest else OLDER,
+                    compare_as="reported EPS year-over-year growth" if newest else None,
+                )
+                break
 
 
 def _history_facts(history: PriceHistory, source: FactSource, book: _FactBook) -> None:

@@ -59,3 +59,47 @@ async def test_a_price_history_run_stores_and_replays_its_chart_citing_the_histo
     assert series["name"] == "AAPL" and len(series["points"]) == 21
     assert series["points"][-1][0] == "2025-06-13" and all(isinstance(y, float) for _, y in series["points"])
     assert await stored_sources(api, accepted["conversation_id"]) == sources
+
+
+QUARTERLY_COMPARISON = "Compare AAPL and MSFT revenue growth over the last 3 quarters"
+
+
+async def test_a_quarterly_comparison_stores_a_growth_rate_for_each_quarter_asked_with_the_periods_of_its_inputs(
+    api, fake_openai, market_data, research_env  # noqa: F811
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(
+        fake_openai,
+        sub("Apple's revenue over the last 3 quarters", "numerical", ["AAPL"], "income_statement",
+            frequency="quarterly", periods=3),
+        sub("Microsoft's revenue over the last 3 quarters", "numerical", ["MSFT"], "income_statement",
+            frequency="quarterly", periods=3),
+    )  # fmt: skip
+    # 10.67% is the growth of the oldest quarter asked, over a quarter that was not asked for
+    script_synthesis(fake_openai, "Apple's revenue grew 10.67% in the quarter to September 2024 [1].")
+    accepted = await ask(api, QUARTERLY_COMPARISON, mode="research")
+    run = await wait_finished(api, accepted["run_id"])
+    assert run["status"] == "done"
+
+    events = await read_events(api, accepted["events_url"])
+
+    apple_growth = [
+        (fact["kind"], [(i["period"], i["value"], i["source"]["n"]) for i in fact["inputs"]], fact["value"])
+        for fact in run["facts"]
+        if fact["kind"] in ("growth", "yoy_growth") and fact["inputs"][0]["symbol"] == "AAPL"
+    ]
+    assert apple_growth == [
+        ("growth", [("2025-03-31", 95_359e6, 1), ("2024-12-31", 124_300e6, 1)], pytest.approx(-23.283186, abs=1e-6)),
+        ("yoy_growth", [("2025-03-31", 95_359e6, 1), ("2024-03-31", 90_753e6, 1)], pytest.approx(5.075314, abs=1e-6)),
+        ("growth", [("2024-12-31", 124_300e6, 1), ("2024-09-30", 94_930e6, 1)], pytest.approx(30.938586, abs=1e-6)),
+        ("growth", [("2024-09-30", 94_930e6, 1), ("2024-06-30", 85_777e6, 1)], pytest.approx(10.670693, abs=1e-6)),
+    ]  # (95,359 - 124,300) / 124,300; (95,359 - 90,753) / 90,753; (124,300 - 94,930) / 94,930; (94,930 - 85,777) / 85,777
+    assert run["signals"]["numbers"]["unmatched"] == 0 and run["signals"]["numbers"]["computed"] == 1
+    [apple, _] = next(e for e in events if e.type == "sources").data["sources"]
+    assert (apple["title"], apple["as_of"]) == (
+        "Yahoo Finance — AAPL income statement (quarterly), 3 periods ending 2024-09-30 to 2025-03-31, "
+        "with 2 earlier for growth",
+        "2025-03-31",
+    )
+    apple_chart = next(e.data for e in events if e.type == "chart" and e.data["series"][0]["name"] == "AAPL")
+    assert apple_chart["series"][0]["points"] == [["2024-Q3", 94_930e6], ["2024-Q4", 124_300e6], ["2025-Q1", 95_359e6]]

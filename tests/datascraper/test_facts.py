@@ -161,12 +161,106 @@ def test_a_quarterly_statement_gives_quarter_over_quarter_and_year_over_year_gro
 
     facts = facts_for("Apple revenue growth over the last quarters", result)
 
-    assert [f.kind for f in facts] == ["growth", "change", "growth", "growth", "growth", "yoy_growth"]
-    yoy = facts[-1]
+    assert [f.kind for f in facts] == ["growth", "change", "yoy_growth", "growth", "growth", "growth"]
+    yoy = facts[2]
     assert yoy.value == pytest.approx(5.075314, abs=1e-6)  # (95,359 - 90,753) / 90,753 x 100
     assert [i.period for i in yoy.inputs] == ["2025-03-29", "2024-03-30"]
     assert facts[0].label == "AAPL Total Revenue growth, quarter ending 2025-03-29 vs quarter ending 2024-12-28"
     assert all(f.kind != "cagr" for f in facts)
+
+
+# --- the periods asked, and the bases of their growth ---------------------------------------------------------
+
+# Apple's fiscal quarters, newest first (USD million): seven of them, as a long Yahoo table might hold.
+APPLE_QUARTERS = {
+    "2025-03-29": 95_359, "2024-12-28": 124_300, "2024-09-28": 94_930, "2024-06-29": 85_777,
+    "2024-03-30": 90_753, "2023-12-30": 119_575, "2023-09-30": 89_498, "2023-07-01": 81_797,
+}  # fmt: skip
+
+
+def fetched_statement(periods: dict[str, float], *, frequency: str, asked: int, **lines: list[float]) -> ToolResult:
+    """A statement of every period in `periods`, cut as the router cuts it to the newest `asked`."""
+    full = statement({"TotalRevenue": [v * 1e6 for v in periods.values()], **lines}, periods=tuple(periods),
+                     frequency=frequency).result()
+    cut = full.covering(count=asked, start=None, end=None)
+    return ToolResult(symbol="AAPL", tool="get_financial_statement", data=cut.model_dump(mode="json"), url=cut.url,
+                      title="Yahoo Finance — AAPL income statement")
+
+
+def test_three_quarters_asked_keep_the_bases_of_their_growth_up_to_a_year_before_the_oldest():
+    cut = fetched_statement(APPLE_QUARTERS, frequency="quarterly", asked=3).result()
+
+    assert cut.asked == 3
+    assert [p.isoformat() for p in cut.asked_periods] == ["2025-03-29", "2024-12-28", "2024-09-28"]
+    # 2023-09-30 ends 364 days before 2024-09-28 (the same quarter a year earlier); 2023-07-01, 455 days
+    assert [p.isoformat() for p in cut.periods[3:]] == ["2024-06-29", "2024-03-30", "2023-12-30", "2023-09-30"]
+    assert cut.as_of == datetime(2025, 3, 29, tzinfo=UTC)
+    assert "periods ending 2025-03-29, 2024-12-28, 2024-09-28; then, not asked for and given only as growth " \
+           "bases, 2024-06-29, 2024-03-30, 2023-12-30, 2023-09-30" in cut.summary_text()
+
+
+def test_each_quarter_asked_gets_its_quarter_over_quarter_and_year_over_year_growth():
+    facts = facts_for("Apple revenue growth over the last 3 quarters",
+                      fetched_statement(APPLE_QUARTERS, frequency="quarterly", asked=3))
+
+    growth = {(f.kind, tuple(i.period for i in f.inputs)): f.value for f in facts if f.kind != "change"}
+    assert growth == {
+        ("growth", ("2025-03-29", "2024-12-28")): pytest.approx(-23.283186, abs=1e-6),  # (95,359 - 124,300) / 124,300
+        ("yoy_growth", ("2025-03-29", "2024-03-30")): pytest.approx(5.075314, abs=1e-6),  # (95,359 - 90,753) / 90,753
+        ("growth", ("2024-12-28", "2024-09-28")): pytest.approx(30.938586, abs=1e-6),  # (124,300 - 94,930) / 94,930
+        ("yoy_growth", ("2024-12-28", "2023-12-30")): pytest.approx(3.951495, abs=1e-6),  # (124,300 - 119,575) / 119,575
+        ("growth", ("2024-09-28", "2024-06-29")): pytest.approx(10.670693, abs=1e-6),  # (94,930 - 85,777) / 85,777
+        ("yoy_growth", ("2024-09-28", "2023-09-30")): pytest.approx(6.069409, abs=1e-6),  # (94,930 - 89,498) / 89,498
+    }  # and nothing for a base period: 2024-06-29 is not asked for
+    [change] = [f for f in facts if f.kind == "change"]
+    assert change.value == -28_941e6  # 95,359 - 124,300 million: the newest quarter only
+    assert one(facts, "vs quarter ending 2023-12-30").label == (
+        "AAPL Total Revenue year over year, quarter ending 2024-12-28 vs quarter ending 2023-12-30"
+    )
+
+
+def test_a_year_earlier_quarter_the_table_does_not_reach_gives_no_year_over_year_figure():
+    # Five quarters, as Yahoo often gives: the newest quarter has its year-earlier base, the next does not.
+    five = dict(list(APPLE_QUARTERS.items())[:5])
+
+    facts = facts_for("revenue", fetched_statement(five, frequency="quarterly", asked=3))
+
+    assert [tuple(i.period for i in f.inputs) for f in facts if f.kind == "yoy_growth"] == [("2025-03-29", "2024-03-30")]
+    assert len([f for f in facts if f.kind == "growth"]) == 3
+
+
+def test_a_quarter_missing_from_the_table_is_no_base_for_the_one_after_it():
+    result = statement({"TotalRevenue": [95_359e6, 94_930e6]}, periods=("2025-03-29", "2024-09-28"),
+                       frequency="quarterly")
+
+    assert facts_for("revenue", result) == []  # six months apart: not quarter over quarter
+
+
+def test_years_asked_get_a_growth_each_and_a_cagr_from_the_year_before_the_oldest():
+    four_years = {"2024-09-30": 391_035, "2023-09-30": 383_285, "2022-09-30": 394_328, "2021-09-30": 365_817}
+
+    facts = facts_for("Apple revenue over the last 2 years", fetched_statement(four_years, frequency="annual", asked=2))
+
+    assert [(f.kind, [i.period for i in f.inputs]) for f in facts] == [
+        ("growth", ["2024-09-30", "2023-09-30"]),
+        ("change", ["2024-09-30", "2023-09-30"]),
+        ("growth", ["2023-09-30", "2022-09-30"]),  # FY2022 is kept as FY2023's base, not asked for
+        ("cagr", ["2024-09-30", "2022-09-30"]),
+    ]
+    assert facts[2].value == pytest.approx(-2.800461, abs=1e-6)  # (383,285 - 394,328) / 394,328 x 100
+    assert facts[3].value == pytest.approx(-0.418421, abs=1e-6)  # ((391,035 / 394,328) ^ (1/2) - 1) x 100
+    assert "over 2 years" in facts[3].formula
+
+
+def test_margins_are_computed_for_the_periods_asked_only():
+    quarters = dict(list(APPLE_QUARTERS.items())[:2])
+    result = fetched_statement(quarters, frequency="quarterly", asked=1, NetIncome=[24_780e6, 36_330e6])
+
+    margins = [f for f in facts_for("Apple's net margin", result) if f.kind == "margin"]
+
+    assert [(f.label, f.value) for f in margins] == [
+        ("AAPL net margin, quarter ending 2025-03-29", pytest.approx(25.986011, abs=1e-6)),  # 24,780 / 95,359 x 100
+    ]
 
 
 # --- margins, ratios, outflows ------------------------------------------------------------------------------
@@ -270,11 +364,45 @@ def test_earnings_give_the_surprise_and_eps_a_year_earlier():
     result = ToolResult(symbol="AAPL", tool="get_earnings", data=data.model_dump(mode="json"), url=data.url,
                         title="Yahoo Finance — AAPL earnings")
 
-    surprise, yoy = compute_facts([MarketDataFinding(tickers=["AAPL"], data="earnings", results=[result])])
+    facts = compute_facts([MarketDataFinding(tickers=["AAPL"], data="earnings", results=[result])])
 
+    surprise, yoy = facts[:2]
     assert (surprise.kind, surprise.value, surprise.unit) == ("difference", 0.02, "USD")  # 1.65 - 1.63
     assert yoy.value == pytest.approx(7.843137, abs=1e-6)  # (1.65 - 1.53) / 1.53 x 100
     assert [i.period for i in yoy.inputs] == ["2025-05-01", "2024-05-02"]
+    # every report asked has its surprise; only the newest has a report a year earlier in the data
+    assert [(f.kind, f.inputs[0].period) for f in facts[2:]] == [
+        ("difference", "2025-01-30"), ("difference", "2024-10-31"), ("difference", "2024-08-01"),
+    ]
+
+
+def test_two_reports_asked_keep_the_reports_a_year_earlier_for_their_growth():
+    def report(day: str, reported: float, estimate: float) -> EarningsEvent:
+        return EarningsEvent(date=datetime.fromisoformat(day).replace(tzinfo=UTC), eps_reported=reported,
+                             eps_estimate=estimate)
+
+    full = Earnings(
+        symbol="AAPL", currency="USD", retrieved_at=FETCHED, url="https://finance.yahoo.com/quote/AAPL/analysis",
+        upcoming=[],
+        reported=[report("2025-05-01", 1.65, 1.63), report("2025-01-30", 2.40, 2.35), report("2024-10-31", 1.64, 1.60),
+                  report("2024-08-01", 1.40, 1.35), report("2024-05-02", 1.53, 1.50), report("2024-02-01", 2.18, 2.10),
+                  report("2023-11-02", 1.46, 1.39)],
+    )
+    cut = full.covering(count=2, start=None, end=None)
+    result = ToolResult(symbol="AAPL", tool="get_earnings", data=cut.model_dump(mode="json"), url=cut.url,
+                        title="Yahoo Finance — AAPL earnings")
+
+    facts = compute_facts([MarketDataFinding(tickers=["AAPL"], data="earnings", results=[result])])
+
+    # 2024-02-01 is 364 days before 2025-01-30, the oldest report asked; 2023-11-02, 455 days
+    assert (cut.asked, [e.date.date().isoformat() for e in cut.reported][-1]) == (2, "2024-02-01")
+    assert [(f.kind, [i.period for i in f.inputs], f.value) for f in facts] == [
+        ("difference", ["2025-05-01", "2025-05-01"], 0.02),  # 1.65 - 1.63
+        ("yoy_growth", ["2025-05-01", "2024-05-02"], pytest.approx(7.843137, abs=1e-6)),  # (1.65 - 1.53) / 1.53
+        ("difference", ["2025-01-30", "2025-01-30"], 0.05),  # 2.40 - 2.35
+        ("yoy_growth", ["2025-01-30", "2024-02-01"], pytest.approx(10.091743, abs=1e-6)),  # (2.40 - 2.18) / 2.18
+    ]
+    assert "reported 2024-10-31 (not asked for; a growth base)" in cut.summary_text()
 
 
 def test_a_price_history_gives_the_change_over_its_range():

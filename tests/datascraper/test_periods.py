@@ -228,29 +228,38 @@ async def fetched(question: str, data: str, **fields: Any):
     return await fetch_market_data(APPLE, data, question=question, request=request)
 
 
+# The fake's quarterly income statement has five quarters with figures, 2024-03-31 to 2025-03-31; its annual
+# one four years, fiscal 2021 to 2024. Past the periods asked, those ending up to a year before the oldest one
+# asked are kept as the bases of their growth (the previous period; the same quarter a year earlier).
 STATEMENT_CALLS = [
-    # (question, analyzer fields, arguments sent, period ends received, the title's periods)
+    # (question, analyzer fields, arguments sent, period ends asked, bases kept, the title's periods)
     ("Apple's revenue in each of the last 3 quarters", {}, "quarterly",
-     ["2025-03-31", "2024-12-31", "2024-09-30"], "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31"),
+     ["2025-03-31", "2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
+     "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"),
     ("Apple's recent quarterly revenue", {"frequency": "quarterly", "periods": 2}, "quarterly",
-     ["2025-03-31", "2024-12-31"], "(quarterly), 2 periods ending 2024-12-31 to 2025-03-31"),
-    ("Apple's revenue in Q3 2024", {}, "quarterly", ["2024-09-30"], "(quarterly), period ending 2024-09-30"),
+     ["2025-03-31", "2024-12-31"], ["2024-09-30", "2024-06-30", "2024-03-31"],
+     "(quarterly), 2 periods ending 2024-12-31 to 2025-03-31, with 3 earlier for growth"),
+    ("Apple's revenue in Q3 2024", {}, "quarterly", ["2024-09-30"], ["2024-06-30", "2024-03-31"],
+     "(quarterly), period ending 2024-09-30, with 2 earlier for growth"),
     ("Apple's revenue in the second half of 2024", {"frequency": "quarterly", "start": "2024-07-01", "end": "2024-12-31"},
-     "quarterly", ["2024-12-31", "2024-09-30"], "(quarterly), 2 periods ending 2024-09-30 to 2024-12-31"),
-    ("Apple's revenue YTD", {}, "quarterly", ["2025-03-31"], "(quarterly), period ending 2025-03-31"),
+     "quarterly", ["2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
+     "(quarterly), 2 periods ending 2024-09-30 to 2024-12-31, with 2 earlier for growth"),
+    ("Apple's revenue YTD", {}, "quarterly", ["2025-03-31"], ["2024-12-31", "2024-09-30", "2024-06-30", "2024-03-31"],
+     "(quarterly), period ending 2025-03-31, with 4 earlier for growth"),
     ("Apple's revenue since last September", {"start": "2024-09-01"}, "quarterly",
-     ["2025-03-31", "2024-12-31", "2024-09-30"], "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31"),
-    ("Apple's trailing twelve months revenue", {}, "ttm", ["2025-03-31"], "(ttm), twelve months to 2025-03-31"),
-    ("Apple's revenue in fiscal 2022-2024", {}, "annual",
-     ["2024-09-30", "2023-09-30", "2022-09-30"], "(annual), 3 periods ending 2022-09-30 to 2024-09-30"),
-    ("Apple's revenue", {}, "annual",
-     ["2024-09-30", "2023-09-30", "2022-09-30", "2021-09-30"], "(annual), 4 periods ending 2021-09-30 to 2024-09-30"),
+     ["2025-03-31", "2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
+     "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"),
+    ("Apple's trailing twelve months revenue", {}, "ttm", ["2025-03-31"], [], "(ttm), twelve months to 2025-03-31"),
+    ("Apple's revenue in fiscal 2022-2024", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30"], ["2021-09-30"],
+     "(annual), 3 periods ending 2022-09-30 to 2024-09-30, with 1 earlier for growth"),
+    ("Apple's revenue", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30", "2021-09-30"], [],
+     "(annual), 4 periods ending 2021-09-30 to 2024-09-30"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("question", "fields", "frequency", "periods", "named"), STATEMENT_CALLS)
-async def test_statements_are_fetched_at_the_frequency_asked_and_cut_to_the_periods_asked(
-    tool_calls, market_data, question, fields, frequency, periods, named
+@pytest.mark.parametrize(("question", "fields", "frequency", "asked", "bases", "named"), STATEMENT_CALLS)
+async def test_statements_are_fetched_at_the_frequency_asked_and_cut_to_the_periods_asked_and_their_bases(
+    tool_calls, market_data, question, fields, frequency, asked, bases, named
 ):
     finding = await fetched(question, "income_statement", **fields)
 
@@ -261,11 +270,15 @@ async def test_statements_are_fetched_at_the_frequency_asked_and_cut_to_the_peri
     assert ("AAPL", f"income:{yahoo_frequency}") in market_data.calls
     [result] = finding.results
     statement = result.result()
-    assert [period.isoformat() for period in statement.periods] == periods
-    assert all(len(line.values) == len(periods) for line in statement.lines)
-    assert result.as_of.date().isoformat() == periods[0]
+    assert [period.isoformat() for period in statement.asked_periods] == asked
+    assert [period.isoformat() for period in statement.periods] == asked + bases
+    assert all(len(line.values) == len(asked + bases) for line in statement.lines)
+    assert result.as_of.date().isoformat() == asked[0]
     assert result.title == f"Yahoo Finance — AAPL income statement {named}"
-    assert f"{frequency} income statement, periods ending {', '.join(periods)}" in finding.summary_text()
+    header = f"{frequency} income statement, periods ending {', '.join(asked)}"
+    if bases:
+        header += f"; then, not asked for and given only as growth bases, {', '.join(bases)}"
+    assert header + "\n" in finding.summary_text()
 
 
 async def test_a_quarter_not_yet_reported_gives_the_latest_one_and_says_so(tool_calls):
@@ -273,7 +286,7 @@ async def test_a_quarter_not_yet_reported_gives_the_latest_one_and_says_so(tool_
 
     assert tool_calls[0][1]["frequency"] == "quarterly"
     [result] = finding.results
-    assert [period.isoformat() for period in result.result().periods] == ["2025-03-31"]
+    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-31"]
     assert result.data["notes"] == [
         "No period starting 2025-07-01 has been reported yet; the latest one is given instead."
     ]
@@ -285,7 +298,7 @@ async def test_a_quarter_running_or_not_yet_reported_gives_the_latest_one_and_sa
     finding = await fetched("Apple's revenue in Q2 2025", "income_statement")
 
     [result] = finding.results
-    assert [period.isoformat() for period in result.result().periods] == ["2025-03-31"]
+    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-31"]
     assert result.data["notes"] == [
         "No quarterly period from 2025-04-01 to 2025-06-13 has been reported yet; the latest one (ending "
         "2025-03-31) is given instead."
@@ -308,7 +321,7 @@ async def test_a_ttm_balance_sheet_is_asked_as_the_latest_quarter(tool_calls):
         ("get_financial_statement", {"symbol": "AAPL", "statement": "balance", "frequency": "quarterly"})
     ]
     [result] = finding.results
-    assert [period.isoformat() for period in result.result().periods] == ["2025-03-31"]
+    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-31"]
     assert "no trailing-twelve-month balance sheet" in result.data["notes"][0]
 
 
@@ -362,9 +375,13 @@ async def test_earnings_are_cut_to_the_reports_asked_for(tool_calls):
     assert tool_calls == [("get_earnings", {"symbol": "AAPL"})]
     [result] = finding.results
     earnings = result.result()
-    assert [event.date.date().isoformat() for event in earnings.reported] == ["2025-05-01", "2025-01-30"]
+    assert [event.date.date().isoformat() for event in earnings.asked_reported] == ["2025-05-01", "2025-01-30"]
+    # and the reports up to a year before the oldest one asked, the bases of year-over-year growth
+    assert [event.date.date().isoformat() for event in earnings.reported[2:]] == [
+        "2024-10-31", "2024-08-01", "2024-05-02", "2024-02-01",
+    ]
     assert [event.date.date().isoformat() for event in earnings.upcoming] == ["2025-07-31", "2025-10-30"]
-    assert result.title == "Yahoo Finance — AAPL earnings (2 reports, 2025-01-30 to 2025-05-01)"
+    assert result.title == "Yahoo Finance — AAPL earnings (2 reports, 2025-01-30 to 2025-05-01, with 4 earlier for growth)"
 
 
 @pytest.mark.parametrize(("question", "fields", "limit"), [("Apple's 5 latest headlines", {}, 5), ("Apple news", {"limit": 50}, 20)])
@@ -387,7 +404,7 @@ MSFT_QUARTERS = sub("What was Microsoft's revenue over the last 3 quarters?", "n
 WHICH_GREW_FASTER = sub("Which company's quarterly revenue grew faster?", "analytical")
 
 
-async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_quarters(
+async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_quarters_and_their_bases(
     fake_openai, market_data, research_env
 ):
     research_env(RESEARCH_MAX_ITERATIONS="1")
@@ -401,17 +418,39 @@ async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_
         ("AAPL", "income:quarterly"),
         ("MSFT", "income:quarterly"),
     }
-    # the sources read quarterly and name the three quarters
+    # the sources read quarterly, name the three quarters and count the earlier ones kept for growth
     sources = of_type(events, "sources")[-1].sources
-    assert [(s.n, s.kind, s.title) for s in sources] == [
-        (1, "market_data", "Yahoo Finance — AAPL income statement (quarterly), 3 periods ending 2024-09-30 to 2025-03-31"),
-        (2, "market_data", "Yahoo Finance — MSFT income statement (quarterly), 3 periods ending 2024-09-30 to 2025-03-31"),
+    three_quarters = "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"
+    assert [(s.n, s.kind, s.title, s.as_of) for s in sources] == [
+        (1, "market_data", f"Yahoo Finance — AAPL income statement {three_quarters}", "2025-03-31"),
+        (2, "market_data", f"Yahoo Finance — MSFT income statement {three_quarters}", "2025-03-31"),
     ]
     assert summary_of(events).sources == sources
-    # the synthesizer got those three quarters and no other
+    # the synthesizer got those three quarters, and the two before them marked as bases only
     [synthesis] = requests_of(fake_openai, is_synthesis)
-    assert synthesis.input_text.count("quarterly income statement, periods ending 2025-03-31, 2024-12-31, 2024-09-30") == 2
-    assert "2024-06-30" not in synthesis.input_text
+    assert synthesis.input_text.count(
+        "quarterly income statement, periods ending 2025-03-31, 2024-12-31, 2024-09-30; then, not asked for and "
+        "given only as growth bases, 2024-06-30, 2024-03-31\n"
+    ) == 2
+    # the charts (one a sub-question) draw the quarters asked, oldest first
+    charts = of_type(events, "chart")
+    assert [[(one.name, [x for x, _ in one.points]) for one in chart.series] for chart in charts] == [
+        [("AAPL", ["2024-Q3", "2024-Q4", "2025-Q1"])], [("MSFT", ["2024-Q3", "2024-Q4", "2025-Q1"])],
+    ]
+    # each quarter asked has its growth over the quarter before; the newest, over the same quarter a year
+    # earlier (the fake's quarterly table reaches back to 2024-03-31, so only the newest has that base)
+    growth = {
+        (f.inputs[0].symbol, f.kind, f.inputs[0].period, f.inputs[1].period): f.value
+        for f in summary_of(events).facts
+        if f.kind in ("growth", "yoy_growth")
+    }
+    hand_computed = {
+        ("growth", "2025-03-31", "2024-12-31"): pytest.approx(-23.283186, abs=1e-6),  # (95,359 - 124,300) / 124,300
+        ("yoy_growth", "2025-03-31", "2024-03-31"): pytest.approx(5.075314, abs=1e-6),  # (95,359 - 90,753) / 90,753
+        ("growth", "2024-12-31", "2024-09-30"): pytest.approx(30.938586, abs=1e-6),  # (124,300 - 94,930) / 94,930
+        ("growth", "2024-09-30", "2024-06-30"): pytest.approx(10.670693, abs=1e-6),  # (94,930 - 85,777) / 85,777
+    }  # Microsoft is the fake's Apple scaled: the same rates
+    assert growth == {(symbol, *key): value for symbol in ("AAPL", "MSFT") for key, value in hand_computed.items()}
     # the plan's steps carry their validated request, so a resumed run asks for the same periods
     steps = [PlannedStep.model_validate(step) for step in of_type(events, "checkpoint")[0].state["next_steps"]]
     assert [(step.id, step.request) for step in steps] == [

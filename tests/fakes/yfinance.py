@@ -74,10 +74,26 @@ _ANNUAL_CASH_FLOW = {
     "RepurchaseOfCapitalStock": [-94_949e6, -77_550e6, -89_402e6, -85_971e6],
     "CashDividendsPaid": [-15_234e6, -15_025e6, -14_841e6, -14_467e6],
 }
+# Apple's fiscal quarters from March 2024 to March 2025 (USD), newest first, dated by calendar quarter end
+# (EBITDA approximate). Yahoo's quarterly tables hold about five quarters: enough for the newest quarter's
+# growth over the same quarter a year earlier. The quarterly balance sheet and cash flow statement are the
+# annual figures divided by four, four quarters of them.
+_QUARTERLY_INCOME = {
+    "TotalRevenue": [95_359e6, 124_300e6, 94_930e6, 85_777e6, 90_753e6],
+    "CostOfRevenue": [50_492e6, 66_025e6, 51_051e6, 46_099e6, 48_482e6],
+    "GrossProfit": [44_867e6, 58_275e6, 43_879e6, 39_678e6, 42_271e6],
+    "OperatingExpense": [15_278e6, 15_443e6, 14_288e6, 14_326e6, 14_371e6],
+    "OperatingIncome": [29_589e6, 42_832e6, 29_591e6, 25_352e6, 27_900e6],
+    "EBITDA": [32_250e6, 45_912e6, 32_502e6, 28_202e6, 30_736e6],
+    "NetIncome": [24_780e6, 36_330e6, 14_736e6, 21_448e6, 23_636e6],
+    "BasicEPS": [1.65, 2.41, 0.97, 1.40, 1.53],
+    "DilutedEPS": [1.65, 2.40, 0.97, 1.40, 1.53],
+    "TaxEffectOfUnusualItems": [0.0, 0.0, 0.0, 0.0, np.nan],
+}
 _EARNINGS_DATES = ["2025-10-30 16:00", "2025-07-31 16:00", "2025-05-01 16:00", "2025-01-30 16:00"]
 _EARNINGS_DATES += ["2024-10-31 16:00", "2024-08-01 16:00", "2024-05-02 16:00", "2024-02-01 16:00"]
 _YEAR_ENDS = ["2024-09-30", "2023-09-30", "2022-09-30", "2021-09-30", "2020-09-30"]
-_QUARTER_ENDS = ["2025-03-31", "2024-12-31", "2024-09-30", "2024-06-30", "2024-03-31"]
+_QUARTER_ENDS = ["2025-03-31", "2024-12-31", "2024-09-30", "2024-06-30", "2024-03-31", "2023-12-31"]
 _STATEMENTS = {"income": _ANNUAL_INCOME, "balance": _ANNUAL_BALANCE, "cash_flow": _ANNUAL_CASH_FLOW}
 
 
@@ -372,11 +388,17 @@ class FakeTicker:
             ends = ["2025-03-31"]
             values = {name: [row[0] * self._scale] for name, row in lines.items()}
         else:
-            # Yahoo pads its tables with an oldest period that has no values.
+            # Yahoo pads its tables with older periods that have no values.
             quarterly = freq == "quarterly"
             ends = _QUARTER_ENDS if quarterly else _YEAR_ENDS
-            divisor = 4.0 if quarterly else 1.0
-            values = {name: [v * self._scale / divisor for v in row] + [np.nan] for name, row in lines.items()}
+            if quarterly and statement == "income":
+                lines, divisor = _QUARTERLY_INCOME, 1.0
+            else:
+                divisor = 4.0 if quarterly else 1.0
+            values = {
+                name: [v * self._scale / divisor for v in row] + [np.nan] * (len(ends) - len(row))
+                for name, row in lines.items()
+            }
         frame = pd.DataFrame(values, index=pd.to_datetime(ends)).T
         if self._nans:
             frame.iloc[0, 0] = np.inf
