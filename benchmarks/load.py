@@ -104,7 +104,13 @@ SEARCH_REPLY = TextReply(
     [
         Sentence(
             "Analysts expect services growth to offset softer hardware sales next quarter.",
-            cites=[("https://news.example/analysts", "Analysts on Apple - Example News")],
+            # Three independent publishers: evidence the confidence rules trust, so research stops when the
+            # gap detector says so (one round per run) instead of looking for confirmation.
+            cites=[
+                ("https://www.reuters.com/technology/apple-analysts", "Analysts on Apple - Reuters"),
+                ("https://www.ft.com/content/apple-analysts", "Analysts on Apple - FT"),
+                ("https://www.cnbc.com/apple-analysts.html", "Analysts on Apple - CNBC"),
+            ],
         )
     ],
     chunk_chars=40,

@@ -195,8 +195,11 @@ def script_research(fake: FakeOpenAIServer) -> None:
     )
     for n in (1, 2):
         for part, delay in zip(("analysts", "guidance"), SEARCH_S, strict=True):
+            # Two independent publishers each: evidence the confidence rules trust, so each round runs the
+            # gap detector's sub-questions only, none asking for confirmation.
+            cites = [(f"https://www.reuters.com/{part}/{n}", part), (f"https://www.ft.com/{part}/{n}", part)]
             fake.script(
-                TextReply([Sentence(f"Finding on {part}.", cites=[(f"https://news.example/{part}/{n}", part)])], first_byte_delay=delay),
+                TextReply([Sentence(f"Finding on {part}.", cites=cites)], first_byte_delay=delay),
                 when=lambda r, part=part, n=n: r.has_web_search and f"Round {n}:" in r.input_text and part in r.input_text,
             )
     fake.script(

@@ -28,7 +28,7 @@ class MessageAdmin(admin.ModelAdmin):
 class ResearchRunAdmin(admin.ModelAdmin):
     list_display = ("id", "conversation", "requested_mode", "mode", "status", "created_at", "finished_at")
     list_filter = ("status", "mode", "requested_mode")
-    readonly_fields = ("plan", "rounds", "timings", "usage", "signals", "facts", "error")
+    readonly_fields = ("plan", "rounds", "timings", "usage", "signals", "facts", "confidence", "trace", "verification", "error")
 
 
 @admin.register(ApiKey)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from datascraper.schemas import Fact
+from datascraper.schemas import CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
 
 MAX_QUESTION_CHARS = 8000
 
@@ -53,6 +53,17 @@ class SourceOut(BaseModel):
         default=None,
         exclude_if=lambda value: value is None,  # as in the run's `sources` event
         description="Market data: the time its figures describe (ISO date, or date-time for a quote).",
+    )
+    published: date | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Web: the day the page was published, where its address says.",
+    )
+    domain_type: DomainType | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Web: who publishes it: regulator, exchange, company_ir, government, academic, major_news, "
+        "blog or other.",
     )
 
 
@@ -114,6 +125,14 @@ class RunOut(BaseModel):
     usage: dict
     signals: dict
     facts: list[Fact] = Field(description="Figures computed in code from the market data, each with its inputs.")
+    verification: list[CitationCheck] = Field(
+        description="Each [n] marker of the answer checked against its source; empty when not verified."
+    )
+    confidence: RunConfidence | None = Field(
+        description="Research runs: the evidence confidence after the last round (score and components in 0-1, "
+        "shallow) and how it was reached; null for quick answers."
+    )
+    trace: list[TraceEntry] = Field(description="Research runs: one entry per round.")
     error: ErrorDetail | None
     message_id: uuid.UUID | None = Field(description="The stored answer, once there is one.")
     created_at: datetime

@@ -8,7 +8,35 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+
+
+class ConfidenceWeights(BaseModel):
+    """How much each component counts in the evidence confidence; they sum to 1, so the score is 0-1."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    coverage: float = Field(default=0.25, ge=0, le=1)
+    credibility: float = Field(default=0.25, ge=0, le=1)
+    diversity: float = Field(default=0.15, ge=0, le=1)
+    evidence: float = Field(default=0.20, ge=0, le=1)
+    consistency: float = Field(default=0.15, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> ConfidenceWeights:
+        total = self.coverage + self.credibility + self.diversity + self.evidence + self.consistency
+        if abs(total - 1) > 1e-6:
+            raise ValueError(f"the confidence weights must sum to 1, not {total:g}")
+        return self
+
+    @classmethod
+    def parse(cls, text: str) -> ConfidenceWeights:
+        """`coverage=0.3,credibility=0.2,...`: the components named; the others keep their defaults."""
+        pairs = (item.split("=", 1) for item in text.split(",") if item.strip())
+        try:
+            return cls(**{name.strip(): float(value) for name, value in pairs})
+        except ValueError as exc:  # a missing "=" or a value that is not a number
+            raise ValueError(f"unreadable confidence weights {text!r}: {exc}") from exc
 
 
 class ResearchConfig(BaseModel):
@@ -45,9 +73,30 @@ class ResearchConfig(BaseModel):
     run_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     planner_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False)
     max_tokens_per_run: int | None = Field(default=None, ge=1)
+    # Evidence confidence (0-1) below which research goes on while rounds remain, and the answer carries
+    # a low-confidence note; and the weights of its components (RESEARCH_CONFIDENCE_WEIGHTS).
+    confidence_threshold: float = Field(default=0.75, ge=0, le=1)
+    confidence_weights: ConfidenceWeights = Field(default_factory=ConfidenceWeights)
+    # With the gap detector's score, research stops when a round raises the confidence by less than this.
+    min_confidence_gain: float = Field(default=0.05, ge=0, le=1)
     # Mode auto: start the single web search while the analyzer decides; kept when it decides "no
     # decomposition", cancelled otherwise (research_engine.bypass.SpeculativeSearch).
     speculative_search: bool = True
+    # Citation verification (`datascraper.citations`), after the answer's last delta: on or off; its whole
+    # time (what is not checked by then is `unreachable`); per cited page, the connect and read timeout and
+    # the bound on all its hops, the bytes read (the rest is not read), and pages fetched at once. Pages on
+    # loopback, private, link-local, reserved or multicast addresses are refused unless allowed (tests).
+    citation_verify: bool = True
+    citation_verify_timeout_s: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    citation_fetch_timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    citation_page_max_bytes: int = Field(default=1_048_576, ge=1_024)
+    citation_fetch_concurrency: int = Field(default=5, ge=1, le=50)
+    citation_fetch_allow_private: bool = False
+
+    @field_validator("confidence_weights", mode="before")
+    @classmethod
+    def _weights_from_text(cls, value: object) -> object:
+        return ConfidenceWeights.parse(value) if isinstance(value, str) else value
 
     @property
     def is_configured(self) -> bool:
@@ -82,6 +131,14 @@ class ResearchConfig(BaseModel):
             "planner_timeout_s": pick("RESEARCH_PLANNER_TIMEOUT"),
             "max_tokens_per_run": pick("RESEARCH_MAX_TOKENS_PER_RUN"),
             "speculative_search": pick("RESEARCH_SPECULATIVE_SEARCH"),
+            "citation_verify": pick("CITATION_VERIFY"),
+            "citation_verify_timeout_s": pick("CITATION_VERIFY_TIMEOUT"),
+            "citation_fetch_timeout_s": pick("CITATION_FETCH_TIMEOUT"),
+            "citation_page_max_bytes": pick("CITATION_PAGE_MAX_BYTES"),
+            "citation_fetch_concurrency": pick("CITATION_FETCH_CONCURRENCY"),
+            "citation_fetch_allow_private": pick("CITATION_FETCH_ALLOW_PRIVATE"),
+            "confidence_threshold": pick("RESEARCH_CONFIDENCE_THRESHOLD"),
+            "confidence_weights": pick("RESEARCH_CONFIDENCE_WEIGHTS"),
         }
         return cls(**{k: v for k, v in fields.items() if v is not None})
 

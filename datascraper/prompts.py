@@ -128,6 +128,13 @@ form as the plan (question, type numerical|qualitative|analytical, tickers, data
 the periods they need: frequency, periods, period, start, end, interval, limit). Do not repeat a \
 sub-question that was already asked: if it failed, ask it differently or drop it. Empty when complete, or \
 when more searching would not help.
+- contradictions: claims in different findings (or within one) that cannot both be true, such as two \
+figures for the same quantity and period, or opposite statements of fact. For each, claim_a and claim_b \
+quote or closely paraphrase the two claims, finding_a and finding_b are the ids of the findings making them \
+(as in the headings, e.g. q2), and severity is 0 to 1: how much the answer would change depending on \
+which is right (1: the headline figure or conclusion; 0.2: a detail). Figures for different periods, \
+definitions or currencies, and views attributed to different people, are not contradictions. Report only \
+contradictions that the findings leave unresolved. Empty when there are none.
 
 Judge only what the findings say; do not answer the question yourself.
 """
@@ -146,6 +153,32 @@ FINDING_FOR_REVIEW = """\
 {body}"""
 
 
+# --- targeted follow-ups: when the evidence is weak, however complete the findings look ---------------------
+# Written by code from the weak areas of the evidence (`research_engine.confidence`), researched by web
+# search like any sub-question. Each names what the first answer lacked.
+
+FOLLOW_UP_CONFIRM = (
+    "{question} Confirm or correct this with sources independent of {domains}: regulators' filings, the "
+    "company's investor relations, exchanges or major financial news."
+)
+FOLLOW_UP_PRIMARY_FIGURES = (
+    "{question} Give the figures as reported in primary sources (the company's filings or investor "
+    "relations, regulators, exchanges), and check them against a second independent source."
+)
+FOLLOW_UP_UNANSWERED = "{question} Search again with other terms and sources; say plainly what cannot be found."
+FOLLOW_UP_AUTHORITATIVE = (
+    "{question} Use authoritative sources only: regulators' filings, the company's investor relations, "
+    "exchanges, government statistics or major financial news; no blogs or forums."
+)
+FOLLOW_UP_RECENT = "{question} Find the most recent reports, as close as possible to {today}, and give their dates."
+FOLLOW_UP_OTHER_SOURCES = "{question} Use sources other than {domain}."
+FOLLOW_UP_CONTRADICTION = (
+    'Sources disagree: "{claim_a}" versus "{claim_b}". Which is correct, according to primary sources '
+    "(filings, the company's investor relations, regulators) or major financial news? Give the figures "
+    "with their dates and sources, and explain the difference if both are right in some sense."
+)
+
+
 # --- synthesizer: the final, cited answer ----------------------------------------------------------------
 
 SYNTHESIS_INSTRUCTIONS = """\
@@ -162,6 +195,8 @@ support. Use only numbers from the list. Do not write URLs or markdown links.
 for readability and add the unit, e.g. 391035000000 as $391.04 billion).
 - State the as-of date of the market data you cite, as the source list gives it: the period end of a \
 statement (e.g. "fiscal year ended 2024-09-28"), the time of a quote, the last day of a price history.
+- A statement may list earlier periods "given only as growth bases": they are there for the computed \
+growth rates. Answer about the periods asked; mention a base period only as what a growth rate compares with.
 - Give every figure with its unit, currency and period. Keep reported figures apart from estimates and \
 opinions, and say whose opinion it is.
 - Analytical parts (comparisons, judgements) you answer yourself from the findings; show the figures \
@@ -172,6 +207,10 @@ cite each with the source numbers shown beside it, never with its F id. Never ca
 yourself when one is listed; for one listed as not meaningful, say why instead of giving a number. If a \
 figure you need is neither in the market data nor computed, give the reported figures instead.
 - When a part of the question was not answered by the findings, say so plainly. Never invent a figure.
+- Findings that contradict each other are listed under "Contradictions". Never pick one side silently: \
+give both claims with their sources, say which is better supported (primary sources such as filings and \
+market data, more independent sources, more recent) if the findings allow, and otherwise that it is \
+unresolved.
 - Do not give personal investment advice.
 """
 
@@ -183,9 +222,15 @@ Question: {question}
 Findings:
 
 {findings}
-
+{contradictions}
 Sources (cite by number):
 {sources}"""
+CONTRADICTIONS_FOR_SYNTHESIS = """
+### Contradictions
+Unresolved disagreements between the findings above; present both sides.
+{contradictions}
+"""
+CONTRADICTION_LINE = '- {finding_a}: "{claim_a}" versus {finding_b}: "{claim_b}" (severity {severity:.1f} of 1)'
 
 FINDING_FOR_SYNTHESIS = """\
 ### {id} ({type}): {question}
@@ -228,3 +273,15 @@ QUOTE_MARKET_CAP_ANSWER = (
 UNTRACED_NUMBERS_NOTE = (
     "\n\nNote: {figures} could not be traced to the market data cited; check them against the sources."
 )
+
+# How the research went (`research_engine.trace`): stored with the run's confidence, and under an answer
+# whose evidence confidence stayed below RESEARCH_CONFIDENCE_THRESHOLD (or shallow) after the last round.
+RESEARCH_SUMMARY = "{rounds} research round{s}; evidence confidence {progression}{refinements}.{uncertain}"
+RESEARCH_SUMMARY_REFINEMENTS = "; {count} follow-up{s} added ({targeted} for weak evidence)"
+RESEARCH_SUMMARY_UNCERTAIN = " Still uncertain: {items}."
+LOW_CONFIDENCE_NOTE = (
+    "\n\nNote: low confidence in the evidence behind this answer ({reasons}). {summary} Check the sources "
+    "before relying on it."
+)
+LOW_CONFIDENCE_BELOW = "{score:.2f}, below {threshold:.2f}"
+LOW_CONFIDENCE_SHALLOW = "shallow evidence"

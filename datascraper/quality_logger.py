@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field
 
 from datascraper import prompts
+from datascraper.figures import figures_in, near
 from datascraper.schemas import Route, Source, SubQuestionType, UsageLedger
 
 logger = logging.getLogger("datascraper.quality")
@@ -147,7 +148,7 @@ def citation_integrity(answer: str, sources: Sequence[Source], *, dropped: int =
 
 # --- numbers that match no market data value --------------------------------------------------------------
 #
-# The heuristic, in full:
+# The heuristic, in full (figures are read by `datascraper.figures`, shared with citation verification):
 # - Only sentences that cite a market data source are checked (a sentence is split at . ! ? followed by
 #   white space); numbers elsewhere come from the web and are not expected to match.
 # - Markers [n], ISO dates, times (14:30) and years (1900-2100 without decimals) are ignored, as are plain
@@ -164,24 +165,6 @@ def citation_integrity(answer: str, sources: Sequence[Source], *, dropped: int =
 #   prove an error.
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_IGNORED = re.compile(r"\[\d+\]|\b\d{4}-\d{2}-\d{2}(?:T[\d:.+-]*Z?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
-_NUMBER = re.compile(
-    r"(?<![\w.])(?P<currency>[$€£¥])?\s?(?P<number>\d{1,3}(?:,\d{3})+|\d+)(?P<decimals>\.\d+)?"
-    r"\s?(?P<scale>%|percent\b|trillion\b|billion\b|million\b|thousand\b|bn\b|tn\b|[TBMK]\b)?",
-    re.IGNORECASE,
-)
-_SCALES = {
-    "trillion": 1e12,
-    "tn": 1e12,
-    "t": 1e12,
-    "billion": 1e9,
-    "bn": 1e9,
-    "b": 1e9,
-    "million": 1e6,
-    "m": 1e6,
-    "thousand": 1e3,
-    "k": 1e3,
-}
 
 
 def market_values(payloads: Iterable[Any]) -> list[float]:
@@ -253,38 +236,14 @@ def check_numbers(
         cited = sorted({int(n) for n in _MARKER.findall(sentence)} & market_numbers)
         if not cited:
             continue
-        for written, value, unit in _figures(_IGNORED.sub(" ", sentence)):
-            check.checked += 1
-            if _near(value, unit, values):
+        for figure in figures_in(sentence):
+            if not figure.checkable:
                 continue
-            if _near(value, unit, computed):
+            check.checked += 1
+            if near(figure, values):
+                continue
+            if near(figure, computed):
                 check.computed += 1
                 continue
-            check.untraced.append(UntracedNumber(value=written, sources=cited))
+            check.untraced.append(UntracedNumber(value=figure.written, sources=cited))
     return check
-
-
-def _near(value: float, unit: float, candidates: Iterable[float]) -> bool:
-    return any(abs(abs(candidate) - value) <= unit for candidate in candidates)
-
-
-def _figures(text: str) -> Iterator[tuple[str, float, float]]:
-    """(as written, absolute value, one unit of its last digit) for each figure worth checking."""
-    for match in _NUMBER.finditer(text):
-        digits = match["number"].replace(",", "")
-        decimals = match["decimals"] or ""
-        scale_word = (match["scale"] or "").lower()
-        is_percent = scale_word in ("%", "percent")
-        scale = _SCALES.get(scale_word, 1.0)
-        value = float(digits + decimals)
-        plain = not (match["currency"] or decimals or scale_word or "," in match["number"])
-        if plain and value < 1000:
-            continue
-        if not decimals and not match["currency"] and not scale_word and 1900 <= value <= 2100:
-            continue
-        unit = 10.0 ** -(len(decimals) - 1 if decimals else 0)
-        written = match.group(0).strip()
-        if is_percent:
-            yield written, value, unit
-        else:
-            yield written, value * scale, unit * scale

@@ -28,6 +28,8 @@ Phase = Literal["analyzing", "researching", "evaluating", "synthesizing"]
 SubQuestionType = Literal["numerical", "qualitative", "analytical"]
 Route = Literal["market_data", "web_search", "synthesis"]
 SourceKind = Literal["web", "market_data"]
+# Who publishes a web source, as `research_engine.source_types` classifies its address.
+DomainType = Literal["regulator", "exchange", "company_ir", "government", "academic", "major_news", "blog", "other"]
 MarketDataKind = Literal[
     "quote",
     "price_history",
@@ -71,6 +73,10 @@ class Source(BaseModel):
     # Market data only: the time its figures describe (ISO date, or date-time for a quote or intraday
     # bars). Left out of the JSON when unset, as the contract's optional fields are.
     as_of: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    # Web only, where known: the day the page was published (read from its address; the search tool's
+    # annotations carry no date) and who publishes it. Left out of the JSON when unknown.
+    published: date | None = Field(default=None, exclude_if=lambda value: value is None)
+    domain_type: DomainType | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 FactKind = Literal["growth", "yoy_growth", "cagr", "change", "difference", "margin", "ratio"]
@@ -192,6 +198,21 @@ class QueryAnalysis(BaseModel):
     sub_questions: list[SubQuestion] = Field(default_factory=list)
 
 
+class Contradiction(BaseModel):
+    """Two findings that disagree: each claim with the id of the finding that makes it (q1, q3, ...)."""
+
+    claim_a: str
+    finding_a: str
+    claim_b: str
+    finding_b: str
+    severity: float = Field(description="How much the disagreement matters to the answer, 0 (minor) to 1.")
+
+    @field_validator("severity")
+    @classmethod
+    def _clamp_severity(cls, severity: float) -> float:
+        return min(1.0, max(0.0, severity))
+
+
 class GapReport(BaseModel):
     """The gap detector's verdict on the findings so far."""
 
@@ -199,12 +220,76 @@ class GapReport(BaseModel):
     score: float = Field(description="How completely the findings answer the question, 0 to 10.")
     gaps: list[str] = Field(default_factory=list)
     follow_up_queries: list[SubQuestion] = Field(default_factory=list)
+    contradictions: list[Contradiction] = Field(default_factory=list)
 
     @field_validator("score")
     @classmethod
     def _clamp_score(cls, score: float) -> float:
         # Clamped rather than rejected: a 10.5 is still a usable verdict, not a reason to stop researching.
         return min(10.0, max(0.0, score))
+
+
+# --- evidence: how far the findings can be trusted, round by round -----------------------------------------
+
+StopReason = Literal[
+    "complete",  # the gap detector found the findings complete, and the evidence is confident
+    "threshold",  # its score reached `completeness_threshold`, and the evidence is confident
+    "no_improvement",  # neither its score nor the evidence confidence rose enough over the previous round
+    "no_follow_ups",  # nothing new to ask: neither the gap detector nor the weak areas give a follow-up
+    "max_iterations",  # RESEARCH_MAX_ITERATIONS rounds have run
+    "gap_detector_failed",  # it could not be asked; the findings so far are answered from
+    "deadline",  # the research deadline passed (RESEARCH_RUN_TIMEOUT less the answer's reserve)
+    "token_budget",  # the run's tokens reached RESEARCH_MAX_TOKENS_PER_RUN
+]
+# Why research goes on after a round: the gap detector wants more, or the evidence is not yet trusted.
+GoOnReason = Literal["gaps", "shallow", "below_threshold"]
+
+
+class Confidence(BaseModel):
+    """The evidence confidence after a round (`research_engine.confidence`): each component and the
+    weighted score in 0-1, and whether the evidence is shallow."""
+
+    score: float
+    coverage: float
+    credibility: float
+    diversity: float
+    evidence: float
+    consistency: float
+    shallow: bool
+
+
+class PlanChange(BaseModel):
+    """A sub-question a round added to the plan, and why: a gap the detector named, or weak evidence."""
+
+    id: str
+    question: str
+    reason: Literal["gap", "weak_evidence"]
+    weak_area: str | None = None
+
+
+class TraceEntry(BaseModel):
+    """One research round as the trace shows it: how trusted the evidence was, what changed, what next."""
+
+    n: int
+    confidence: Confidence
+    new_sources: int = Field(description="Sources first seen in this round.")
+    sources: int = Field(description="Distinct sources so far.")
+    weak_areas: list[str] = Field(default_factory=list)
+    contradictions: list[Contradiction] = Field(default_factory=list)
+    plan_changes: list[PlanChange] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    goes_on_because: GoOnReason | None = None
+
+
+class RunConfidence(Confidence):
+    """The run's confidence, as stored and served: the last round's, with a summary of how it was reached."""
+
+    threshold: float
+    rounds: int
+    progression: list[float] = Field(description="The score after each round.")
+    refinements: int = Field(description="Sub-questions added after the first round.")
+    uncertain: list[str] = Field(description="What remains uncertain: weak areas and contradictions left.")
+    summary: str = Field(description="The above in one paragraph, as shown under a low-confidence answer.")
 
 
 # --- events -----------------------------------------------------------------------------------------
@@ -245,11 +330,19 @@ class StepEvent(_Event):
 
 
 class RoundEvent(_Event):
+    """The end of a research round: the gap detector's verdict and the round's trace entry."""
+
     type: Literal["round"] = "round"
     n: int
     complete: bool
     gaps: list[str] = Field(default_factory=list)
     follow_ups: list[str] = Field(default_factory=list)
+    confidence: float = 0.0
+    shallow: bool = False
+    new_sources: int = 0
+    weak_areas: list[str] = Field(default_factory=list)
+    contradictions: list[Contradiction] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
 
 
 class DeltaEvent(_Event):
@@ -285,6 +378,26 @@ class ChartEvent(_Event):
     series: list[ChartSeries]
 
 
+class CitationCheck(BaseModel):
+    """Whether one `[n]` marker of the answer is borne out by its source (`datascraper.citations`).
+
+    `marker_index` is the marker's position among the answer's `[n]` markers, from 0, so a client can
+    mark that very marker; `evidence` is a short passage of the source where the check found the claim.
+    """
+
+    n: int
+    marker_index: int
+    status: Literal["supported", "unsupported", "unreachable"]
+    evidence: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+class VerificationEvent(_Event):
+    """The answer's citations, checked against their sources; sent after the answer's last delta."""
+
+    type: Literal["verification"] = "verification"
+    citations: list[CitationCheck]
+
+
 class RunSummary(_Event):
     """The last event of a successful pipeline: what the chat app stores on the run. Not sent to clients."""
 
@@ -298,6 +411,9 @@ class RunSummary(_Event):
     usage: UsageLedger = Field(default_factory=UsageLedger)
     signals: dict = Field(default_factory=dict)
     facts: list[Fact] = Field(default_factory=list)
+    verification: list[CitationCheck] = Field(default_factory=list)  # empty when not verified
+    confidence: RunConfidence | None = None  # research runs only
+    trace: list[TraceEntry] = Field(default_factory=list)
 
 
 class CheckpointEvent(_Event):
@@ -318,6 +434,7 @@ ResearchEvent = Annotated[
         DeltaEvent,
         SourcesEvent,
         ChartEvent,
+        VerificationEvent,
         RunSummary,
         CheckpointEvent,
     ],

@@ -8,11 +8,14 @@ import pytest
 
 from tests.asgi_server import ThreadedAsgiServer
 
-pytest_plugins = ["tests.fakes.openai_fixtures"]
+pytest_plugins = ["tests.fakes.openai_fixtures", "tests.fakes.page_fixtures"]
 
 # No process of the suite (this one, the app and worker processes it starts) starts the real market data
 # server ahead of use: tests install their own client on the fake yfinance. Warm-up's own tests turn it on.
 os.environ.setdefault("MARKET_DATA_WARM_START", "0")
+# Nor does it check citations by fetching them: the fake answers cite public addresses, which no test may
+# reach. Verification's own tests turn it on against a local page server (the `verifying` fixture).
+os.environ.setdefault("CITATION_VERIFY", "0")
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,8 @@ from datascraper.openai_search import WebSearchStream
 from datascraper.quality_logger import SpeculationOutcome
 from datascraper.query_analyzer import FastPathMatch
 from datascraper.research_engine.as_of import as_of_text
+from datascraper.research_engine.confidence import annotate_sources
+from datascraper.research_engine.source_types import SourceClassifier
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent
 
@@ -141,6 +143,8 @@ async def answer_with_one_search(
         state.clock.add("synthesizing", started)
     state.answer = stream.result.text
     state.sources = stream.result.sources
+    # Publisher and date, as research sources carry them (no evidence confidence on this path).
+    annotate_sources(state.sources, SourceClassifier(), state.today)
 
 
 async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncIterator[ResearchEvent]:

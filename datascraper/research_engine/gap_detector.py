@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from datetime import date
 
 from datascraper import prompts
 from datascraper.llm import parse_structured
 from datascraper.models_config import ResearchConfig
-from datascraper.research_engine.state import Finding, RunState, StopReason
-from datascraper.schemas import GapReport, UsageLedger
+from datascraper.research_engine.confidence import EvidenceAssessment
+from datascraper.research_engine.state import Finding, RunState
+from datascraper.schemas import Contradiction, GapReport, StopReason, UsageLedger
+
+logger = logging.getLogger(__name__)
 
 # Each finding's text the gap detector reads: enough for a long web answer or a statement summary.
 FINDING_REVIEW_CHARS = 6_000
@@ -61,20 +66,54 @@ def render_for_review(finding: Finding) -> str:
     )
 
 
+def known_contradictions(report: GapReport, findings: Sequence[Finding]) -> list[Contradiction]:
+    """The report's contradictions between findings that exist, each once; the others are dropped (logged):
+    a contradiction naming a finding nobody can show is no use to the answer."""
+    ids = {finding.step.id for finding in findings}
+    kept: dict[tuple[str, str, str, str], Contradiction] = {}
+    for contradiction in report.contradictions:
+        claim_a, claim_b = contradiction.claim_a.strip(), contradiction.claim_b.strip()
+        finding_a, finding_b = contradiction.finding_a.strip(), contradiction.finding_b.strip()
+        if finding_a not in ids or finding_b not in ids or not claim_a or not claim_b:
+            logger.info("A contradiction naming unknown findings or empty claims was dropped: %s", contradiction)
+            continue
+        key = (finding_a, claim_a, finding_b, claim_b)
+        kept.setdefault(
+            key,
+            Contradiction(
+                claim_a=claim_a, finding_a=finding_a, claim_b=claim_b, finding_b=finding_b, severity=contradiction.severity
+            ),
+        )
+    return list(kept.values())
+
+
 def stop_reason(
     report: GapReport,
     *,
     round_number: int,
     previous_score: float | None,
+    evidence: EvidenceAssessment,
+    previous_confidence: float | None,
     new_follow_ups: int,
     config: ResearchConfig,
 ) -> StopReason | None:
-    """Why the loop ends after this round, or None to run the follow-ups. The first rule that holds wins."""
-    if report.complete:
+    """Why the loop ends after this round, or None to run the follow-ups. The first rule that holds wins.
+
+    The gap detector's verdict (`complete`, `threshold`) ends research only when the evidence is trusted
+    too (confidence at or above the threshold, not shallow); `no_improvement` needs both its score and
+    the confidence to have stalled. `new_follow_ups` counts the detector's and the weak areas' follow-ups.
+    """
+    trusted = evidence.trusted(config.confidence_threshold)
+    if report.complete and trusted:
         return "complete"
-    if report.score >= config.completeness_threshold:
+    if report.score >= config.completeness_threshold and trusted:
         return "threshold"
-    if previous_score is not None and report.score - previous_score < config.min_score_improvement:
+    confidence_gain = None if previous_confidence is None else evidence.confidence.score - previous_confidence
+    if (
+        previous_score is not None
+        and report.score - previous_score < config.min_score_improvement
+        and (confidence_gain is None or confidence_gain < config.min_confidence_gain)
+    ):
         return "no_improvement"
     if new_follow_ups == 0:
         return "no_follow_ups"

@@ -16,10 +16,20 @@ following the plan at once; cancelled, its HTTP stream closed, before a plan wit
 Mode research always takes the sub-questions path: without the analyzer's, the question itself is the one
 sub-question. Follow-ups join the plan, and a new `PlanEvent` names them before their round runs.
 
+After each round the evidence confidence is computed by code (`confidence`): while it is shallow or below
+RESEARCH_CONFIDENCE_THRESHOLD and rounds remain, research goes on with follow-ups targeted at its weak
+areas, even when the gap detector finds the findings complete. Each round leaves a trace entry
+(`trace`), checkpointed with it; an answer whose evidence stayed weak ends with a low-confidence note.
+
 Limits (`RunState.deadline`, `RESEARCH_MAX_TOKENS_PER_RUN`): research, planner calls included, ends by
 the research deadline, and no round follows one after which the token budget is spent; the answer is then
 written from the findings so far (stop reason `deadline` or `token_budget`). The answer, and the quick
 path, end by the hard deadline, or the run raises `DeadlineExceeded`.
+
+After the answer's last delta and its sources, the citations are checked against what they cite
+(`datascraper.citations`; `verify`, unless CITATION_VERIFY=0): a `VerificationEvent`, within its own
+deadline, so the answer's first token never waits for it, and a check that fails leaves the answer
+standing unverified.
 
 Each node is a small function of the run's `RunState`; the nodes that stream are async generators of
 the events the chat app publishes.
@@ -31,6 +41,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+from datascraper.citations import MarketEvidence, Verification, verify_citations
 from datascraper.errors import DeadlineExceeded, ProviderNotConfigured, ResearchError, UpstreamTimeout
 from datascraper.models_config import ResearchConfig, get_research_config
 from datascraper.quality_logger import (
@@ -42,6 +53,7 @@ from datascraper.quality_logger import (
     log_signals,
     market_values,
 )
+from datascraper.openai_search import clean_url
 from datascraper.query_analyzer import analyze_query, match_fast_path
 from datascraper.research_engine.bypass import (
     QUOTE_STEP_ID,
@@ -51,20 +63,26 @@ from datascraper.research_engine.bypass import (
 )
 from datascraper.research_engine.charts import charts_for
 from datascraper.research_engine.executor import execute_round
-from datascraper.research_engine.gap_detector import detect_gaps, run_limit_reached, stop_reason
+from datascraper.research_engine.confidence import EvidenceAssessment, WeakArea, assess, targeted_follow_ups
+from datascraper.research_engine.gap_detector import detect_gaps, known_contradictions, run_limit_reached, stop_reason
 from datascraper.research_engine.state import (
     Finding,
     PlannedStep,
     ResearchCheckpoint,
     RoundRecord,
     RunState,
+    normalized_question,
     plan_steps,
     today_in,
 )
+from datascraper.research_engine.trace import low_confidence_note, round_event, run_confidence, trace_entry
 from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import (
     CheckpointEvent,
+    Contradiction,
     DeltaEvent,
+    GoOnReason,
+    PlanChange,
     PlanEvent,
     QueryAnalysis,
     ResearchEvent,
@@ -74,6 +92,7 @@ from datascraper.schemas import (
     SourcesEvent,
     StatusEvent,
     SubQuestion,
+    VerificationEvent,
 )
 
 logger = logging.getLogger(__name__)
@@ -103,11 +122,16 @@ async def run_research(
         raise
     # Numbers cited to market data that nothing returned or computed are shown under the answer, as its
     # last text: every client (page, /v1, ask) shows deltas, and the stored answer keeps the note.
-    state.answer_note = number_check(state).note()
+    # So is a low-confidence warning, when the evidence stayed below the threshold (or shallow).
+    confidence = run_confidence(state.trace, config.confidence_threshold)
+    state.answer_note = number_check(state).note() + low_confidence_note(confidence)
     if state.answer_note:
         yield DeltaEvent(text=state.answer_note)
     yield SourcesEvent(sources=state.sources)
-    yield summarize(state)
+    verification = await verify(state) if config.citation_verify else None
+    if verification is not None:
+        yield VerificationEvent(citations=verification.citations)
+    yield summarize(state, verification=verification)
 
 
 async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
@@ -143,7 +167,7 @@ async def route_question(state: RunState) -> AsyncIterator[ResearchEvent]:
         if speculation is not None:
             await speculation.close()
     state.mode = "research"
-    yield checkpoint(state, steps, asked={_normalized(step.question) for step in steps}, previous_score=None)
+    yield checkpoint(state, steps, asked={normalized_question(step.question) for step in steps}, previous_score=None)
     async for event in research_in_rounds(state, steps):
         yield event
     async for event in synthesize(state):
@@ -156,6 +180,7 @@ async def resume(state: RunState, saved: ResearchCheckpoint) -> AsyncIterator[Re
     state.plan = saved.plan
     state.findings = list(saved.findings)
     state.rounds = list(saved.rounds)
+    state.trace = list(saved.trace)
     state.ledger = saved.ledger
     state.analysis_fallback = saved.analysis_fallback
     state.gap_detector_fallback = saved.gap_detector_fallback
@@ -186,6 +211,7 @@ def checkpoint(state: RunState, next_steps: list[PlannedStep], *, asked: set[str
         ledger=state.ledger,
         analysis_fallback=state.analysis_fallback,
         gap_detector_fallback=state.gap_detector_fallback,
+        trace=state.trace,
     )
     return CheckpointEvent(state=saved.model_dump(mode="json"))
 
@@ -243,10 +269,14 @@ async def research_in_rounds(
     asked: set[str] | None = None,
     previous_score: float | None = None,
 ) -> AsyncIterator[ResearchEvent]:
-    """Execute, evaluate, follow up, until a stop rule holds; every round ends with a `RoundEvent`, then
-    a checkpoint of where research stands."""
+    """Execute, evaluate, follow up, until a stop rule holds; every round ends with a `RoundEvent` carrying
+    its trace entry (the evidence confidence after it), then a checkpoint of where research stands.
+
+    Evidence that is shallow or below RESEARCH_CONFIDENCE_THRESHOLD keeps research going while rounds
+    remain, with follow-ups targeted at its weak areas, even when the gap detector finds the findings
+    complete; the run's limits (deadline, token budget) still end it."""
     config = state.config
-    asked = asked if asked is not None else {_normalized(step.question) for step in steps}
+    asked = asked if asked is not None else {normalized_question(step.question) for step in steps}
     for n in range(first_round, config.max_iterations + 1):
         async for event in execute(state, steps, n):
             yield event
@@ -257,7 +287,7 @@ async def research_in_rounds(
             # No time or tokens left even to judge the findings: the answer is written from them as they are.
             record.stop_reason = limit
             logger.info("Research stopped after round %d (%s); answering from the findings so far.", n, limit)
-            yield RoundEvent(n=n, complete=False)
+            yield end_round(state, record, unjudged_evidence(state))
             yield checkpoint(state, [], asked=asked, previous_score=previous_score)
             return
 
@@ -283,23 +313,49 @@ async def research_in_rounds(
                 state.gap_detector_fallback = exc.code
                 record.stop_reason = "gap_detector_failed"
                 logger.warning("The gap detector failed (%s); answering from the findings so far.", exc.code)
-            yield RoundEvent(n=n, complete=False)
+            yield end_round(state, record, unjudged_evidence(state))
             yield checkpoint(state, [], asked=asked, previous_score=previous_score)
             return
         finally:
             state.clock.add("evaluating", started)
 
-        follow_ups = [sq for sq in report.follow_up_queries if _normalized(sq.question) not in asked]
+        contradictions = known_contradictions(report, state.findings)
+        evidence = evaluate_evidence(state, gaps=report.gaps, contradictions=contradictions)
+        trusted = evidence.trusted(config.confidence_threshold)
+        follow_ups = [sq for sq in report.follow_up_queries if normalized_question(sq.question) not in asked]
+        targeted = []
+        if not trusted:
+            proposed = asked | {normalized_question(sq.question) for sq in follow_ups}
+            targeted = targeted_follow_ups(
+                evidence.weak_areas, asked=proposed, room=config.max_sub_questions - len(follow_ups)
+            )
         reason = stop_reason(
-            report, round_number=n, previous_score=previous_score, new_follow_ups=len(follow_ups), config=config
+            report,
+            round_number=n,
+            previous_score=previous_score,
+            evidence=evidence,
+            previous_confidence=state.trace[-1].confidence.score if state.trace else None,
+            new_follow_ups=len(follow_ups) + len(targeted),
+            config=config,
         ) or run_limit_reached(state)
         record.complete, record.score, record.gaps = report.complete, report.score, report.gaps
         record.stop_reason = reason
+        changes: list[PlanChange] = []
+        goes_on_because: GoOnReason | None = None
         if reason is None:
-            steps = plan_steps(follow_ups, first_number=len(state.findings) + 1, today=state.today)
-            asked.update(_normalized(step.question) for step in steps)
+            steps, changes = plan_follow_ups(state, follow_ups, targeted)
+            asked.update(normalized_question(step.question) for step in steps)
             record.follow_ups = [step.question for step in steps]
-        yield RoundEvent(n=n, complete=report.complete, gaps=report.gaps, follow_ups=record.follow_ups)
+            gaps_remain = not report.complete and report.score < config.completeness_threshold and bool(follow_ups)
+            goes_on_because = "gaps" if gaps_remain else "shallow" if evidence.confidence.shallow else "below_threshold"
+        yield end_round(
+            state,
+            record,
+            evidence,
+            contradictions=contradictions,
+            plan_changes=changes,
+            goes_on_because=goes_on_because,
+        )
         if reason is not None:
             yield checkpoint(state, [], asked=asked, previous_score=report.score)
             return
@@ -307,6 +363,68 @@ async def research_in_rounds(
         yield extend_plan(state, steps)
         previous_score = report.score
         yield checkpoint(state, steps, asked=asked, previous_score=previous_score)
+
+
+def evaluate_evidence(
+    state: RunState, *, gaps: list[str], contradictions: list[Contradiction]
+) -> EvidenceAssessment:
+    """The evidence confidence of every finding so far (`research_engine.confidence`)."""
+    return assess(
+        state.findings,
+        gaps=gaps,
+        contradictions=contradictions,
+        today=state.today,
+        weights=state.config.confidence_weights,
+    )
+
+
+def unjudged_evidence(state: RunState) -> EvidenceAssessment:
+    """The evidence of a round the gap detector did not judge: the gaps and contradictions last reported
+    still stand."""
+    earlier_gaps = state.rounds[-2].gaps if len(state.rounds) > 1 else []
+    return evaluate_evidence(state, gaps=earlier_gaps, contradictions=last_contradictions(state))
+
+
+def last_contradictions(state: RunState) -> list[Contradiction]:
+    """The contradictions the gap detector last reported, unresolved as far as the run knows."""
+    return list(state.trace[-1].contradictions) if state.trace else []
+
+
+def plan_follow_ups(
+    state: RunState, follow_ups: list[SubQuestion], targeted: list[tuple[SubQuestion, WeakArea]]
+) -> tuple[list[PlannedStep], list[PlanChange]]:
+    """The next round's steps, the gap detector's follow-ups first, then those targeted at weak evidence
+    (each `about` the sub-question it strengthens), and the plan changes they are."""
+    asked = [*follow_ups, *(sq for sq, _ in targeted)]
+    steps = plan_steps(asked, first_number=len(state.findings) + 1, today=state.today)
+    changes = [PlanChange(id=step.id, question=step.question, reason="gap") for step in steps[: len(follow_ups)]]
+    for step, (_, area) in zip(steps[len(follow_ups) :], targeted, strict=True):
+        step.about = area.about
+        changes.append(PlanChange(id=step.id, question=step.question, reason="weak_evidence", weak_area=area.text))
+    return steps, changes
+
+
+def end_round(
+    state: RunState,
+    record: RoundRecord,
+    evidence: EvidenceAssessment,
+    *,
+    contradictions: list[Contradiction] | None = None,
+    plan_changes: list[PlanChange] | None = None,
+    goes_on_because: GoOnReason | None = None,
+) -> RoundEvent:
+    """The round's trace entry, added to the run's trace, as its `round` event."""
+    entry = trace_entry(
+        record.n,
+        evidence,
+        previous=state.trace[-1] if state.trace else None,
+        contradictions=last_contradictions(state) if contradictions is None else contradictions,
+        plan_changes=plan_changes or [],
+        stop_reason=record.stop_reason,
+        goes_on_because=goes_on_because,
+    )
+    state.trace.append(entry)
+    return round_event(entry, complete=record.complete, gaps=record.gaps)
 
 
 def extend_plan(state: RunState, steps: list[PlannedStep]) -> PlanEvent:
@@ -346,6 +464,7 @@ async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
         timezone=state.query.timezone,
         config=state.config,
         ledger=state.ledger,
+        contradictions=last_contradictions(state),
     )
     state.sources = synthesis.sources
     state.facts = synthesis.facts
@@ -372,11 +491,54 @@ async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
     state.answer = synthesis.text
 
 
-def summarize(state: RunState, *, error: str | None = None) -> RunSummary:
-    """What the chat app stores on the run; the quality signals are logged here, for failed runs too."""
+async def verify(state: RunState) -> Verification | None:
+    """The answer's citations checked against their sources, after its last delta and within
+    CITATION_VERIFY_TIMEOUT (cut to what is left of the run). None if the check itself failed: an
+    unverified answer still stands."""
+    started = time.monotonic()
+    time_limit_s = min(state.config.citation_verify_timeout_s, state.deadline.remaining())
+    try:
+        return await verify_citations(
+            state.answer, state.sources, market_evidence(state), config=state.config, time_limit_s=time_limit_s
+        )
+    except Exception:
+        logger.exception("Citation verification failed; the answer is left unverified.")
+        return None
+    finally:
+        state.clock.add("verifying", started)
+
+
+def market_evidence(state: RunState) -> dict[int, MarketEvidence]:
+    """What each market-data source of the answer returned, and the facts computed from it."""
+    payloads: dict[str, list[dict]] = {}
+    for finding in state.findings:
+        if finding.market_data is not None:
+            for result in finding.market_data.results:
+                payloads.setdefault(clean_url(result.url), []).append(result.data)
+    market_sources = [source for source in state.sources if source.kind == "market_data"]
+    if state.market_payloads:
+        # The fast path's quote: its answer's one source.
+        for source in market_sources:
+            payloads.setdefault(source.url, []).extend(state.market_payloads)
+    return {
+        source.n: MarketEvidence.of(source, payloads[source.url], state.facts)
+        for source in market_sources
+        if source.url in payloads
+    }
+
+
+def summarize(
+    state: RunState, *, error: str | None = None, verification: Verification | None = None
+) -> RunSummary:
+    """What the chat app stores on the run; the quality signals are logged here, for failed runs too.
+    `verification` is None when citations were not checked (CITATION_VERIFY=0, a failed run, or the
+    check failed)."""
     timings = state.clock.timings()
     signals = compute_signals(run_record(state, timings))
     signals["error"] = error
+    confidence = run_confidence(state.trace, state.config.confidence_threshold)
+    signals["confidence"] = confidence.score if confidence is not None else None
+    signals["verification"] = verification.signal() if verification is not None else None
     log_signals(signals)
     return RunSummary(
         mode=state.mode,
@@ -388,6 +550,9 @@ def summarize(state: RunState, *, error: str | None = None) -> RunSummary:
         usage=state.ledger,
         signals=signals,
         facts=state.facts,
+        confidence=confidence,
+        trace=state.trace,
+        verification=verification.citations if verification is not None else [],
     )
 
 
@@ -464,7 +629,3 @@ def _cut_by_deadline(exc: ResearchError, timeout_s: float, state: RunState) -> b
         # asyncio may fire a timeout a clock tick early: "up" means within a few milliseconds.
         and state.deadline.research_remaining() < _DEADLINE_SLACK_S
     )
-
-
-def _normalized(question: str) -> str:
-    return " ".join(question.lower().split())

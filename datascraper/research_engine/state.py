@@ -26,21 +26,13 @@ from datascraper.schemas import (
     ResearchQuery,
     Route,
     Source,
+    StopReason,
     SubQuestion,
     SubQuestionType,
+    TraceEntry,
     UsageLedger,
 )
 
-StopReason = Literal[
-    "complete",  # the gap detector found the findings complete
-    "threshold",  # its score reached `completeness_threshold`
-    "no_improvement",  # the score rose by less than `min_score_improvement` over the previous round
-    "no_follow_ups",  # it proposed nothing new to ask
-    "max_iterations",  # RESEARCH_MAX_ITERATIONS rounds have run
-    "gap_detector_failed",  # it could not be asked; the findings so far are answered from
-    "deadline",  # the research deadline passed (RESEARCH_RUN_TIMEOUT less the answer's reserve)
-    "token_budget",  # the run's tokens reached RESEARCH_MAX_TOKENS_PER_RUN
-]
 FindingStatus = Literal["answered", "failed", "deferred"]
 T = TypeVar("T")
 
@@ -57,9 +49,17 @@ class PlannedStep(BaseModel):
     # The validated periods of a market-data step. None in checkpoints written before periods were planned:
     # the executor then reads them from the question's wording.
     request: MarketDataRequest | None = None
+    # A follow-up asked to strengthen the evidence of an earlier sub-question (its id): its sources count
+    # towards that sub-question's claims (`research_engine.confidence`).
+    about: str | None = None
 
     def public(self) -> PlannedSubQuestion:
         return PlannedSubQuestion(id=self.id, question=self.question, type=self.type, route=self.route)
+
+
+def normalized_question(question: str) -> str:
+    """A question as compared with those asked before: case and spacing do not make it new."""
+    return " ".join(question.lower().split())
 
 
 def route_sub_question(sub_question: SubQuestion) -> Route:
@@ -130,6 +130,7 @@ class ResearchCheckpoint(BaseModel):
     ledger: UsageLedger = Field(default_factory=UsageLedger)
     analysis_fallback: str | None = None
     gap_detector_fallback: str | None = None
+    trace: list[TraceEntry] = Field(default_factory=list)  # each finished round's confidence and changes
 
 
 @dataclass
@@ -235,9 +236,10 @@ class RunState:
     plan: PlanEvent | None = None
     findings: list[Finding] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
+    trace: list[TraceEntry] = field(default_factory=list)  # one entry per round: confidence, changes, stop
     gap_detector_fallback: str | None = None
     answer: str = ""
-    answer_note: str = ""  # shown under the answer: numbers cited to market data that could not be traced
+    answer_note: str = ""  # shown under the answer: untraced market-data numbers, a low-confidence warning
     sources: list[Source] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)  # figures computed from the market data, for the answer
     citations_dropped: int = 0

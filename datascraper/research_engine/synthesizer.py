@@ -4,7 +4,9 @@ Each web finding numbers its own sources from 1; before synthesis they are merge
 pages into one list, deduplicated by URL, and each finding's `[n]` markers are renumbered into it. The
 model then cites that list, and `CitationGuard` checks every marker as the text streams: a marker naming
 no source is dropped before it reaches the user, and counted. Figures computed in code from the market
-data (`facts`) follow the findings, citing the same numbers.
+data (`facts`) follow the findings, citing the same numbers, then the contradictions between findings the
+gap detector left unresolved, for the answer to present rather than settle silently. The source list
+shows each web source's publisher and publication day where known.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from datascraper.openai_search import WebSearchStream, clean_url
 from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import ChatTurn, DeltaEvent, Fact, Source, SourceKind, UsageLedger
+from datascraper.schemas import ChatTurn, Contradiction, DeltaEvent, Fact, Source, SourceKind, UsageLedger
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
@@ -41,11 +43,14 @@ class SourceBook:
         self._by_url: dict[str, Source] = {}
 
     def add(self, title: str, url: str, kind: SourceKind, as_of: str | None = None) -> int:
-        key = clean_url(url)
+        return self._register(Source(n=0, title=title, url=url, kind=kind, as_of=as_of))
+
+    def _register(self, cited: Source) -> int:
+        """The number of `cited`'s page, registering a copy of it (publisher and date kept) if new."""
+        key = clean_url(cited.url)
         source = self._by_url.get(key)
         if source is None:
-            n = len(self._by_url) + 1
-            source = self._by_url[key] = Source(n=n, title=title, url=key, kind=kind, as_of=as_of)
+            source = self._by_url[key] = cited.model_copy(update={"n": len(self._by_url) + 1, "url": key})
         return source.n
 
     def add_market_data(self, result: ToolResult, data: MarketDataResult) -> int:
@@ -54,7 +59,7 @@ class SourceBook:
 
     def renumber(self, text: str, sources: Sequence[Source]) -> str:
         """`text` citing `sources` by their own numbers, rewritten to cite this book."""
-        numbers = {source.n: self.add(source.title, source.url, source.kind, source.as_of) for source in sources}
+        numbers = {source.n: self._register(source) for source in sources}
         return _MARKER.sub(lambda m: f"[{numbers[int(m[1])]}]" if int(m[1]) in numbers else "", text)
 
     @property
@@ -150,8 +155,27 @@ def render_source_list(sources: Sequence[Source]) -> str:
 
 
 def _source_kind(source: Source) -> str:
-    kind = source.kind.replace("_", " ")
-    return f"{kind}, as of {source.as_of}" if source.as_of else kind
+    details = [source.kind.replace("_", " ")]
+    if source.domain_type is not None:
+        details.append(source.domain_type.replace("_", " "))
+    if source.published is not None:
+        details.append(f"published {source.published.isoformat()}")
+    if source.as_of:
+        details.append(f"as of {source.as_of}")
+    return ", ".join(details)
+
+
+def render_contradictions(contradictions: Sequence[Contradiction]) -> str:
+    """The unresolved contradictions for the prompt, or nothing when there are none."""
+    if not contradictions:
+        return ""
+    lines = [
+        prompts.CONTRADICTION_LINE.format(
+            finding_a=c.finding_a, claim_a=c.claim_a, finding_b=c.finding_b, claim_b=c.claim_b, severity=c.severity
+        )
+        for c in contradictions
+    ]
+    return prompts.CONTRADICTIONS_FOR_SYNTHESIS.format(contradictions="\n".join(lines))
 
 
 # --- the citation check, while streaming ------------------------------------------------------------------
@@ -200,7 +224,8 @@ class CitationGuard(StreamRewriter):
 
 class Synthesis:
     """The final answer from `findings`, iterated as `DeltaEvent`s; `sources` and `facts` (the figures
-    computed from the market data, which the answer may cite) are known before it starts.
+    computed from the market data, which the answer may cite) are known before it starts. Unresolved
+    `contradictions` between findings are listed for the model to present, not to settle silently.
 
     On failure part way the held-back text is yielded first, then the named error is raised, so the
     caller can store the partial answer with its sources.
@@ -216,6 +241,7 @@ class Synthesis:
         timezone: str | None,
         config: ResearchConfig,
         ledger: UsageLedger,
+        contradictions: Sequence[Contradiction] = (),
     ) -> None:
         self._book = SourceBook()
         self.facts = facts_of(findings)
@@ -225,6 +251,7 @@ class Synthesis:
             time_context=prompts.time_context(today, timezone),
             question=question,
             findings=findings_text,
+            contradictions=render_contradictions(contradictions),
             sources=render_source_list(self.sources) or "(none: no finding produced a source)",
         )
         self.guard = CitationGuard(valid={source.n for source in self.sources})

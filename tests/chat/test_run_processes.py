@@ -19,7 +19,15 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from chat.models import Message, ResearchRun
-from tests.datascraper.research_support import gaps, is_analysis, is_gap_report, script_analysis, script_gaps, sub
+from tests.datascraper.research_support import (
+    gaps,
+    is_analysis,
+    is_gap_report,
+    script_analysis,
+    script_gaps,
+    sub,
+    well_sourced,
+)
 from tests.fakes.openai_server import TextReply, has_web_search
 from tests.processes import running_apps
 from tests.sse import parse_frames, read_events
@@ -44,10 +52,11 @@ def client(url: str, api_key: str) -> httpx2.AsyncClient:
 
 
 def script_research(fake, *, synthesis_delay: float = 0.05) -> None:
-    """Two web sub-questions, a complete verdict, then a slow streamed answer."""
+    """Two web sub-questions, a complete verdict on well-sourced findings (one round), then a slow
+    streamed answer."""
     script_analysis(fake, sub("Apple revenue last quarter"), sub("Apple guidance"))
     script_gaps(fake, gaps(9, complete=True))
-    fake.script(TextReply(["Revenue rose 6% [1]."], delta_delay=0.001), when=has_web_search, times=None)
+    fake.script(TextReply([well_sourced("Revenue rose 6%.")], delta_delay=0.001), when=has_web_search, times=None)
     fake.script(TextReply(LONG_ANSWER, chunk_chars=12, delta_delay=synthesis_delay), times=None)
 
 

@@ -20,6 +20,7 @@ from datascraper.schemas import (
     ResearchEvent,
     ResearchQuery,
     RoundEvent,
+    RunConfidence,
     RunSummary,
     Source,
     SourcesEvent,
@@ -27,6 +28,7 @@ from datascraper.schemas import (
     StepEvent,
 )
 from tests.clients.test_openai_compat import EXPECTED_SOURCES, EXPECTED_TEXT, script_answer
+from tests.datascraper.citations.test_run_verification import script_cited_answer
 from tests.fakes.openai_server import ErrorReply, TextReply, has_web_search
 
 SOURCE = Source(n=1, title="Apple 10-K", url="https://investor.apple.com/10k", kind="web")
@@ -75,13 +77,33 @@ RESEARCH_EVENTS: list[ResearchEvent] = [
     StepEvent(sub_question_id="q1", state="started", route="market_data"),
     StepEvent(sub_question_id="q1", state="done", route="market_data", elapsed_ms=120),
     StepEvent(sub_question_id="q2", state="fallback", route="web_search", elapsed_ms=900),
-    RoundEvent(n=1, complete=False, gaps=["margins"]),
-    RoundEvent(n=2, complete=False),
+    RoundEvent(n=1, complete=False, gaps=["margins"], confidence=0.52, shallow=True),
+    RoundEvent(n=2, complete=False, confidence=0.81),
     StatusEvent(phase="synthesizing", label="Writing the answer"),
     DeltaEvent(text="Revenue was $391B "),
     DeltaEvent(text="[1]."),
     SourcesEvent(sources=[SOURCE]),
-    RunSummary(mode="research", answer="Revenue was $391B [1].", sources=[SOURCE], timings={"total_ms": 2500}),
+    RunSummary(
+        mode="research",
+        answer="Revenue was $391B [1].",
+        sources=[SOURCE],
+        timings={"total_ms": 2500},
+        confidence=RunConfidence(
+            score=0.81,
+            coverage=1,
+            credibility=0.86,
+            diversity=0.7,
+            evidence=0.6,
+            consistency=1,
+            shallow=False,
+            threshold=0.75,
+            rounds=2,
+            progression=[0.52, 0.81],
+            refinements=1,
+            uncertain=[],
+            summary="2 research rounds; evidence confidence 0.52 → 0.81; 1 follow-up added (0 for weak evidence).",
+        ),
+    ),
 ]
 
 
@@ -100,10 +122,11 @@ def test_progress_goes_to_stderr_and_the_answer_with_sources_to_stdout(monkeypat
         "  … q1 started (market_data)",
         "  ✓ q1 done (market_data, 120 ms)",
         "  ↻ q2 fallback (web_search, 900 ms)",
-        "  round 1: gaps: margins",
-        "  round 2: more research needed",
+        "  round 1: gaps: margins (confidence 0.52, shallow)",
+        "  round 2: more research needed (confidence 0.81)",
         "» Writing the answer",
         "» done: research path, 2.5 s, 0 model calls, 0 tokens",
+        "» research: 2 research rounds; evidence confidence 0.52 → 0.81; 1 follow-up added (0 for weak evidence).",
     ]
 
 
@@ -185,3 +208,15 @@ def test_interrupted_answer_stream_still_prints_what_arrived(fake_openai):
     assert result.returncode == 1
     assert result.stdout.strip(), "the partial answer is kept on stdout"
     assert "Traceback" not in result.stderr
+
+
+def test_the_citations_checked_after_the_answer_are_summed_up_on_stderr(fake_openai, verifying, page_server):
+    script_cited_answer(fake_openai, page_server)
+
+    stdout, stderr = ask("How did Apple do last year?", "--mode", "quick")
+
+    assert stdout.startswith("Apple's revenue was $391.04 billion in fiscal 2024. [1]")
+    assert stdout.count("Sources:") == 1
+    lines = stderr.splitlines()
+    assert "  citations checked: 1 supported, 1 unsupported, 1 unreachable" in lines
+    assert lines[-1].startswith("» done: quick path")

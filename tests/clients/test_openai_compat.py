@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from chat.models import Conversation, Message, ResearchRun
+from tests.datascraper.citations.test_run_verification import script_cited_answer
 from tests.fakes.openai_server import (
     ErrorReply,
     JsonReply,
@@ -385,3 +386,30 @@ async def test_a_client_that_leaves_while_its_question_is_stored_leaves_no_run_w
     run = await finished_run()
     assert run.status == "cancelled"
     assert fake_openai.requests == [], "the run was never started, so nothing was paid for"
+
+
+# --- with citation verification -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_verified_run_answers_as_before_the_check_adding_nothing_to_the_text(
+    sdk, fake_openai, verifying, page_server, stream
+):
+    script_cited_answer(fake_openai, page_server)
+    question = [{"role": "user", "content": "How did Apple do last year?"}]
+
+    answer = await sdk.chat.completions.create(
+        model="finance-research", messages=question, stream=stream, extra_body={"mode": "quick"}
+    )
+    if stream:
+        chunks = [chunk async for chunk in answer]
+        content = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+        assert chunks[-1].choices[0].finish_reason == "stop"
+    else:
+        content = answer.choices[0].message.content
+
+    run = await ResearchRun.objects.aget()
+    stored = await Message.objects.aget(role="assistant")
+    assert content.startswith(stored.content) and content.count("Sources:") == 1
+    assert "supported" not in content
+    assert [c["status"] for c in run.verification] == ["supported", "unsupported", "unreachable"]

@@ -13,9 +13,27 @@ from datascraper.schemas import (
     RunSummary,
     SubQuestion,
 )
-from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, RecordedRequest, TextReply
+from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, RecordedRequest, Sentence, TextReply
 
 MARKER = re.compile(r"\[(\d+)\]")
+
+# Three independent, credible publishers (major news twice, a regulator): a finding citing all of them is
+# evidence the confidence rules trust, so research stops when the gap detector says so.
+CORROBORATING = (
+    ("https://www.reuters.com/markets/us/analysts-2025-06-12/", "Analysts weigh in - Reuters"),
+    ("https://www.ft.com/content/analysts-june", "What analysts say - FT"),
+    ("https://www.sec.gov/newsroom/press-releases/2025-80", "Press release - SEC"),
+)
+
+
+def well_sourced(text: str) -> Sentence:
+    """A sentence of a web finding citing `CORROBORATING`."""
+    return Sentence(text, cites=list(CORROBORATING))
+
+
+def script_well_sourced_searches(fake: FakeOpenAIServer, text: str = "Findings from three publishers.") -> None:
+    """Every web search (unless scripted before) answers citing `CORROBORATING`."""
+    fake.script(TextReply([well_sourced(text)]), when=lambda request: request.has_web_search, times=None)
 
 
 async def run(question: str, mode: str = "auto", **query: object) -> list:

@@ -19,6 +19,7 @@ from datascraper.research_engine import run_research
 from datascraper.research_engine.state import Deadline
 from datascraper.schemas import GapReport, QueryAnalysis, ResearchQuery, SourcesEvent, UsageLedger
 from tests.datascraper.research_support import (
+    CORROBORATING,
     answer_text,
     gaps,
     is_analysis,
@@ -34,6 +35,7 @@ from tests.datascraper.research_support import (
     steps,
     sub,
     summary_of,
+    well_sourced,
 )
 from tests.fakes.openai_server import JsonReply, Sentence, TextReply, Usage, has_web_search
 
@@ -90,8 +92,12 @@ async def test_a_hung_sub_question_is_cut_at_the_research_deadline_and_the_run_a
     [synthesis] = requests_of(fake_openai, is_synthesis)
     assert "Not answered: the research ran out of time before it was done." in synthesis.input_text
     summary = summary_of(events)
-    assert summary.answer == "Fast [1]; the slow part could not be researched in time."
+    # Cut short with a sub-question unanswered and one source: the answer says its evidence is weak.
+    answer, note = summary.answer.split("\n\n")
+    assert answer == "Fast [1]; the slow part could not be researched in time."
+    assert note.startswith("Note: low confidence") and "q1: not answered (deadline_exceeded)" in note
     assert summary.rounds[-1]["stop_reason"] == "deadline"
+    assert [(entry.n, entry.stop_reason) for entry in summary.trace] == [(1, "deadline")]
     assert summary.signals["stop_reason"] == "deadline" and summary.signals["failed"] == 1
 
 
@@ -176,7 +182,7 @@ async def test_an_answer_that_cannot_be_finished_by_the_hard_deadline_sends_its_
 ):
     research_env(RESEARCH_RUN_TIMEOUT="3")
     script_analysis(fake_openai, APPLE_ANALYSTS)
-    fake_openai.script(TextReply([Sentence("Most analysts rate Apple a buy.", cites=[REUTERS])]), when=has_web_search)
+    fake_openai.script(TextReply([well_sourced("Most analysts rate Apple a buy.")]), when=has_web_search)
     script_gaps(fake_openai, gaps(9, complete=True))
     script_synthesis(fake_openai, "Analysts rate Apple a buy [1]. More follows.", delta_delay=HANG_S)
 
@@ -186,7 +192,9 @@ async def test_an_answer_that_cannot_be_finished_by_the_hard_deadline_sends_its_
     assert clock.seconds < ENDED_WELL_BEFORE_THE_HANG_S
     assert isinstance(error, DeadlineExceeded)
     assert answer_text(events) == "Analys"
-    assert isinstance(events[-1], SourcesEvent) and [s.url for s in events[-1].sources] == [REUTERS[0]]
+    assert isinstance(events[-1], SourcesEvent) and [s.url for s in events[-1].sources] == [
+        url for url, _ in CORROBORATING
+    ]
     assert error.summary is not None and error.summary.rounds[-1]["stop_reason"] == "complete"
 
 
@@ -286,7 +294,9 @@ async def test_a_token_budget_spent_by_the_first_round_stops_research_and_the_an
     summary = summary_of(events)
     assert summary.rounds[-1]["stop_reason"] == "token_budget"
     assert summary.signals["stop_reason"] == "token_budget" and summary.signals["completed_early"] is True
-    assert summary.answer == "Analysts rate Apple a buy [1]."
+    # One source after one round: the budget stopped research short of trusted evidence, and the answer says so.
+    answer, note = summary.answer.split("\n\n")
+    assert answer == "Analysts rate Apple a buy [1]." and note.startswith("Note: low confidence")
 
 
 async def test_a_token_budget_reached_by_the_gap_detector_starts_no_further_round(fake_openai, research_env):

@@ -18,7 +18,7 @@ from datascraper.quality_logger import (
 )
 from datascraper.errors import UpstreamError
 from datascraper.schemas import ModelUsage, Source, UsageLedger
-from tests.datascraper.research_support import gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, searched, sub, summary_of
+from tests.datascraper.research_support import CORROBORATING, gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, searched, sub, summary_of
 from tests.fakes.openai_server import ErrorReply, JsonReply, Sentence, TextReply
 
 YAHOO = Source(n=1, title="Yahoo Finance — AAPL quote", url="https://finance.yahoo.com/quote/AAPL", kind="market_data")
@@ -167,7 +167,7 @@ async def test_a_research_run_stores_and_logs_its_signals(fake_openai, market_da
         sub("Better or worse?", "analytical"),
     )
     fake_openai.script(
-        TextReply([Sentence("Apple launched a phone.", cites=[(REUTERS.url, "Reuters")])]),
+        TextReply([Sentence("Apple launched a phone.", cites=[(REUTERS.url, "Reuters"), *CORROBORATING[1:]])]),
         when=searched("Apple news?"),
     )
     script_gaps(fake_openai, gaps(9, complete=True))
@@ -185,8 +185,9 @@ async def test_a_research_run_stores_and_logs_its_signals(fake_openai, market_da
     assert signals["model_calls"] == 5  # the web search started with the analyzer, then cancelled, is one
     assert signals["speculative_search"]["outcome"] == "cancelled"
     assert set(signals["by_model"]) == {"gpt-5-mini", "gpt-5.2-chat-latest"}
-    assert (signals["sources"], signals["distinct_domains"]) == (2, 2)
-    assert signals["citations"] == {"markers": 3, "resolved": 3, "unresolved": 0, "uncited_sources": []}
+    assert (signals["sources"], signals["distinct_domains"]) == (4, 4)
+    assert signals["citations"] == {"markers": 3, "resolved": 3, "unresolved": 0, "uncited_sources": [3, 4]}
+    assert signals["confidence"] == summary_of(events).confidence.score
     assert signals["numbers"] == {
         "checked": 2,
         "computed": 0,

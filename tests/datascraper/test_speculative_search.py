@@ -29,6 +29,7 @@ from tests.datascraper.research_support import (
     searched,
     sub,
     summary_of,
+    well_sourced,
 )
 from tests.fakes.openai_server import ErrorReply, JsonReply, RecordedRequest, Sentence, TextReply
 
@@ -180,11 +181,7 @@ async def test_a_complex_question_cancels_the_search_at_once_and_researches(fake
     script_verdict(fake_openai, apple, microsoft, delay=0.2)
     # A search that would take 5 s: a run that waited for it, or left it open, would show.
     fake_openai.script(TextReply(EVENT_ANSWER, first_byte_delay=5), when=the_whole_question(COMPLEX))
-    fake_openai.script(
-        TextReply([Sentence("Analysts like both.", cites=[("https://www.ft.com/a", "FT")])]),
-        when=searched("analysts think of"),
-        times=2,
-    )
+    fake_openai.script(TextReply([well_sourced("Analysts like both.")]), when=searched("analysts think of"), times=2)
     script_synthesis(fake_openai, "Both grew; analysts like both [1].")
     started = time.monotonic()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from typing import cast, get_args
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -31,6 +32,7 @@ from datascraper.schemas import (
     SourcesEvent,
     StatusEvent,
     StepEvent,
+    VerificationEvent,
 )
 
 STEP_MARKS = {"started": "…", "done": "✓", "failed": "✗", "fallback": "↻"}
@@ -108,9 +110,9 @@ class Command(BaseCommand):
         self.stderr.flush()
 
 
-def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent | ChartEvent) -> str:
-    """One line of stderr progress for a phase, the plan, a sub-question step, a research round or a chart
-    (summarised: a terminal does not draw it)."""
+def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent | ChartEvent | VerificationEvent) -> str:
+    """One line of stderr progress for a phase, the plan, a sub-question step, a research round, a chart
+    (summarised: a terminal does not draw it) or the citations checked after the answer."""
     if isinstance(event, StatusEvent):
         return f"» {event.label}" + (f" — {event.detail}" if event.detail else "")
     if isinstance(event, PlanEvent):
@@ -123,6 +125,10 @@ def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent | Char
     if isinstance(event, StepEvent):
         timing = f", {event.elapsed_ms} ms" if event.state != "started" else ""
         return f"  {STEP_MARKS[event.state]} {event.sub_question_id} {event.state} ({event.route}{timing})"
+    if isinstance(event, VerificationEvent):
+        statuses = Counter(check.status for check in event.citations)
+        counts = ", ".join(f"{statuses[status]} {status}" for status in ("supported", "unsupported", "unreachable"))
+        return f"  citations checked: {counts}"
     if isinstance(event, ChartEvent):
         points = sum(len(series.points) for series in event.series)
         return f"  chart: {event.title} ({event.kind}, {points} points, as of {event.as_of}) [{event.source_n}]"
@@ -130,11 +136,15 @@ def progress_line(event: StatusEvent | PlanEvent | StepEvent | RoundEvent | Char
         verdict = "complete"
     else:
         verdict = f"gaps: {'; '.join(event.gaps)}" if event.gaps else "more research needed"
-    return f"  round {event.n}: {verdict}"
+    evidence = f"confidence {event.confidence:.2f}" + (", shallow" if event.shallow else "")
+    return f"  round {event.n}: {verdict} ({evidence})"
 
 
 def summary_line(summary: RunSummary) -> str:
     usage = summary.usage.by_model.values()
     tokens = sum(u.input_tokens + u.output_tokens for u in usage)
     seconds = summary.timings.get("total_ms", 0) / 1000
-    return f"» done: {summary.mode} path, {seconds:.1f} s, {summary.usage.calls} model calls, {tokens} tokens"
+    line = f"» done: {summary.mode} path, {seconds:.1f} s, {summary.usage.calls} model calls, {tokens} tokens"
+    if summary.confidence is not None:
+        line += f"\n» research: {summary.confidence.summary}"
+    return line

@@ -1,0 +1,125 @@
+"""The research trace: one entry per round, and the summary of how the answer's evidence was reached.
+
+Each round ends with an entry (`TraceEntry`): its evidence confidence, the sources it added, the weak
+areas and contradictions left, the sub-questions it added to the plan and why, and either the stop rule
+that held or the reason research went on. Entries travel on `round` events, are checkpointed with the
+round (a resumed run goes on with the same trace) and stored on the run. After the last round they are
+summed up (`RunConfidence`): rounds run, confidence progression, refinements, what remains uncertain.
+That summary is data for clients; it becomes text under the answer only when the evidence stayed below
+the confidence threshold, or shallow, as a low-confidence note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from datascraper import prompts
+from datascraper.research_engine.confidence import EvidenceAssessment, describe_contradiction
+from datascraper.schemas import (
+    Contradiction,
+    GoOnReason,
+    PlanChange,
+    RoundEvent,
+    RunConfidence,
+    StopReason,
+    TraceEntry,
+)
+
+# Items of "still uncertain" named in the summary text (all of them stay in the data).
+SUMMARY_UNCERTAIN_ITEMS = 3
+
+
+def trace_entry(
+    n: int,
+    assessment: EvidenceAssessment,
+    *,
+    previous: TraceEntry | None,
+    contradictions: Sequence[Contradiction],
+    plan_changes: Sequence[PlanChange] = (),
+    stop_reason: StopReason | None = None,
+    goes_on_because: GoOnReason | None = None,
+) -> TraceEntry:
+    return TraceEntry(
+        n=n,
+        confidence=assessment.confidence,
+        new_sources=assessment.sources - (previous.sources if previous is not None else 0),
+        sources=assessment.sources,
+        weak_areas=[area.text for area in assessment.weak_areas],
+        contradictions=list(contradictions),
+        plan_changes=list(plan_changes),
+        stop_reason=stop_reason,
+        goes_on_because=goes_on_because,
+    )
+
+
+def round_event(entry: TraceEntry, *, complete: bool = False, gaps: Sequence[str] = ()) -> RoundEvent:
+    """The `round` event of a finished round: the gap detector's verdict and the round's trace entry."""
+    return RoundEvent(
+        n=entry.n,
+        complete=complete,
+        gaps=list(gaps),
+        follow_ups=[change.question for change in entry.plan_changes],
+        confidence=entry.confidence.score,
+        shallow=entry.confidence.shallow,
+        new_sources=entry.new_sources,
+        weak_areas=entry.weak_areas,
+        contradictions=entry.contradictions,
+        stop_reason=entry.stop_reason,
+    )
+
+
+def run_confidence(trace: Sequence[TraceEntry], threshold: float) -> RunConfidence | None:
+    """The last round's confidence with the summary of the rounds; None for a run without rounds."""
+    if not trace:
+        return None
+    last = trace[-1]
+    changes = [change for entry in trace for change in entry.plan_changes]
+    targeted = sum(1 for change in changes if change.reason == "weak_evidence")
+    uncertain = [*last.weak_areas, *_minor_contradictions(last)]
+    progression = [entry.confidence.score for entry in trace]
+    refinements = (
+        prompts.RESEARCH_SUMMARY_REFINEMENTS.format(count=len(changes), s=_s(len(changes)), targeted=targeted)
+        if changes
+        else ""
+    )
+    shown = uncertain[:SUMMARY_UNCERTAIN_ITEMS]
+    if len(uncertain) > len(shown):
+        shown.append(f"{len(uncertain) - len(shown)} more")
+    summary = prompts.RESEARCH_SUMMARY.format(
+        rounds=len(trace),
+        s=_s(len(trace)),
+        progression=" → ".join(f"{score:.2f}" for score in progression),
+        refinements=refinements,
+        uncertain=prompts.RESEARCH_SUMMARY_UNCERTAIN.format(items="; ".join(shown)) if shown else "",
+    )
+    return RunConfidence(
+        **last.confidence.model_dump(),
+        threshold=threshold,
+        rounds=len(trace),
+        progression=progression,
+        refinements=len(changes),
+        uncertain=uncertain,
+        summary=summary,
+    )
+
+
+def low_confidence_note(confidence: RunConfidence | None) -> str:
+    """The note under an answer whose evidence stayed below the threshold or shallow; else nothing."""
+    if confidence is None or (confidence.score >= confidence.threshold and not confidence.shallow):
+        return ""
+    reasons = []
+    if confidence.score < confidence.threshold:
+        reasons.append(prompts.LOW_CONFIDENCE_BELOW.format(score=confidence.score, threshold=confidence.threshold))
+    if confidence.shallow:
+        reasons.append(prompts.LOW_CONFIDENCE_SHALLOW)
+    return prompts.LOW_CONFIDENCE_NOTE.format(reasons="; ".join(reasons), summary=confidence.summary)
+
+
+def _minor_contradictions(entry: TraceEntry) -> list[str]:
+    """Contradictions not already among the weak areas (those below the severity that makes one)."""
+    texts = (describe_contradiction(c) for c in entry.contradictions)
+    return [text for text in texts if text not in entry.weak_areas]
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"

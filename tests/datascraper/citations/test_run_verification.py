@@ -1,0 +1,147 @@
+"""Verification inside a run: after the answer's last delta, one `verification` event, the run's summary
+and signals filled; off with CITATION_VERIFY=0; never failing the run. The real pipeline against the fake
+OpenAI server, cited pages on a local server, market data over the fake yfinance."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from datascraper.research_engine import pipeline, run_research
+from datascraper.schemas import ResearchQuery
+from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
+from tests.datascraper.research_support import (
+    gaps,
+    of_type,
+    run,
+    script_analysis,
+    script_gaps,
+    script_synthesis,
+    sub,
+    summary_of,
+)
+from tests.fakes.openai_server import Sentence, TextReply
+from tests.fakes.page_server import FakePageServer, article
+
+
+def script_cited_answer(fake_openai, page_server: FakePageServer) -> None:
+    results = page_server.add(
+        "/apple-results",
+        article("Apple results", "Apple reported revenue of $391.04 billion for fiscal 2024, up 2% on a year earlier."),
+    )
+    cite = [(results, "Apple results - Example News")]
+    fake_openai.script(
+        TextReply(
+            [
+                Sentence("Apple's revenue was $391.04 billion in fiscal 2024.", cites=cite),
+                Sentence("Apple also sold 3 million electric cars.", cites=cite),
+                Sentence("Guidance is due in July.", cites=[(page_server.url("/gone"), "Guidance - Example")]),
+            ],
+            chunk_chars=12,
+        )
+    )
+
+
+async def test_citations_are_checked_after_the_last_delta_and_reported_once(fake_openai, verifying, page_server):
+    script_cited_answer(fake_openai, page_server)
+    events, last_delta_at = [], 0.0
+    async for event in run_research(ResearchQuery(question="How did Apple do last year?", mode="quick")):
+        if event.type == "delta":
+            last_delta_at = time.monotonic()
+        events.append(event)
+
+    types = [event.type for event in events]
+    assert types[-3:] == ["sources", "verification", "summary"]
+    assert types.count("verification") == 1
+    assert page_server.first_hit_at is not None and page_server.first_hit_at > last_delta_at
+    [verification] = of_type(events, "verification")
+    assert [(c.marker_index, c.n, c.status) for c in verification.citations] == [
+        (0, 1, "supported"),
+        (1, 1, "unsupported"),
+        (2, 2, "unreachable"),
+    ]
+    assert "$391.04 billion" in verification.citations[0].evidence
+    assert verification.payload()["citations"][1] == {"n": 1, "marker_index": 1, "status": "unsupported"}
+    assert page_server.hits == {"/apple-results": 1, "/gone": 1}
+    summary = summary_of(events)
+    assert summary.verification == verification.citations
+    signal = summary.signals["verification"]
+    assert (signal["supported"], signal["unsupported"], signal["unreachable"], signal["pages"]) == (1, 1, 1, 2)
+    assert signal["unreachable_reasons"] == {"http_404": 1}
+    assert "verifying_ms" in summary.timings
+
+
+async def test_with_citation_verify_0_nothing_is_fetched_and_no_event_is_sent(fake_openai, verifying, page_server):
+    verifying(CITATION_VERIFY="0")
+    script_cited_answer(fake_openai, page_server)
+
+    events = await run("How did Apple do last year?", mode="quick")
+
+    assert [event.type for event in events][-2:] == ["sources", "summary"]
+    assert of_type(events, "verification") == []
+    summary = summary_of(events)
+    assert summary.verification == [] and summary.signals["verification"] is None
+    assert page_server.first_hit_at is None
+
+
+async def test_a_failing_verifier_leaves_the_answer_standing_unverified(
+    fake_openai, verifying, page_server, monkeypatch, caplog
+):
+    async def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the verifier")
+
+    monkeypatch.setattr(pipeline, "verify_citations", broken)
+    script_cited_answer(fake_openai, page_server)
+
+    with caplog.at_level(logging.ERROR, logger="datascraper.research_engine.pipeline"):
+        events = await run("How did Apple do last year?", mode="quick")
+
+    assert [event.type for event in events][-2:] == ["sources", "summary"]
+    summary = summary_of(events)
+    assert summary.answer.startswith("Apple's revenue was $391.04 billion")
+    assert summary.verification == [] and summary.signals["verification"] is None
+    assert "Citation verification failed" in caplog.text
+
+
+async def test_what_the_deadline_leaves_unchecked_is_unreachable(fake_openai, verifying, page_server):
+    verifying(CITATION_VERIFY_TIMEOUT="0.3")
+    slow = page_server.add("/slow", article("Slow", "Revenue was $5.5 billion."), delay_s=6)
+    fake_openai.script(TextReply([Sentence("Revenue was $5.5 billion.", cites=[(slow, "Slow")])]))
+
+    started = time.monotonic()
+    events = await run("Revenue?", mode="quick")
+
+    assert time.monotonic() - started < 5  # not the page's 6 s
+    assert [c.status for c in of_type(events, "verification")[0].citations] == ["unreachable"]
+    assert summary_of(events).signals["verification"]["unreachable_reasons"] == {"deadline": 1}
+
+
+async def test_market_data_citations_are_checked_against_the_payloads_and_facts_of_that_source(
+    fake_openai, verifying, page_server, market_data, research_env  # noqa: F811
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(fake_openai, sub("What was Apple's annual revenue?", "numerical", ["AAPL"], "income_statement"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(
+        fake_openai,
+        "Apple's revenue was $391.04 billion in fiscal 2024 [1]. It grew 2.0% [1]. Some expected 12.3% [1].",
+    )
+
+    events = await run("How much revenue did Apple make?", mode="research")
+
+    [verification] = of_type(events, "verification")
+    assert [(c.n, c.status) for c in verification.citations] == [(1, "supported"), (1, "supported"), (1, "unsupported")]
+    assert verification.citations[0].evidence == "AAPL TotalRevenue 2024-09-30 = 391,035,000,000"
+    assert verification.citations[1].evidence.startswith("F1 AAPL Total Revenue growth")
+    assert summary_of(events).signals["verification"]["pages"] == 0
+    assert page_server.first_hit_at is None
+
+
+async def test_a_fast_path_quote_is_checked_against_the_quote_it_came_from(
+    fake_openai, verifying, market_data  # noqa: F811
+):
+    events = await run("What is AAPL trading at?")
+
+    [verification] = of_type(events, "verification")
+    assert [(c.n, c.status) for c in verification.citations] == [(1, "supported")]
+    assert "price = 196.45" in verification.citations[0].evidence
