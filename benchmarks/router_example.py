@@ -14,28 +14,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from datascraper.llm import reset_openai_client  # noqa: E402
-from datascraper.market_data.cache import TTLCache  # noqa: E402
-from datascraper.market_data.client import MarketDataClient, set_market_data_client  # noqa: E402
-from datascraper.market_data.server import build_server  # noqa: E402
-from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
-from datascraper.models_config import get_research_config  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
 from datascraper.schemas import CheckpointEvent, GapReport, QueryAnalysis, ResearchQuery, RunSummary  # noqa: E402
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, sub  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, TextReply  # noqa: E402
-from tests.fakes.yfinance import FakeYahoo  # noqa: E402
+from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
+from tests.fakes.openai_server import JsonReply, TextReply  # noqa: E402
 
 QUESTION = "Compare AAPL and MSFT revenue growth over the last 3 quarters"
-MARKET_NOW = datetime(2025, 6, 13, 20, 0, tzinfo=UTC)
 ANALYSIS = QueryAnalysis(
     needs_decomposition=True,
     sub_questions=[
@@ -57,31 +48,21 @@ async def main() -> None:
     # The speculative web search is cancelled once the analyzer plans research: the fake server then logs
     # its write to the closed connection, which is expected here.
     logging.getLogger("asyncio").setLevel(logging.ERROR)
-    with FakeOpenAIServer() as fake:
-        os.environ.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="example-key")
-        get_research_config.cache_clear()
-        reset_openai_client()
+    with fake_upstreams() as fake:
         fake.script(JsonReply(ANALYSIS), when=is_analysis)
         fake.script(JsonReply(GapReport(complete=True, score=9, gaps=[], follow_up_queries=[])), when=is_gap_report)
         fake.script(TextReply(ANSWER), when=is_synthesis)
-        yahoo = FakeYahoo()
-        adapter = YahooFinanceAdapter(yahoo.ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
-        client = MarketDataClient(build_server(adapter))
-        set_market_data_client(client)
-        try:
-            summary = None
-            async for event in run_research(ResearchQuery(question=QUESTION, mode="auto")):
-                if isinstance(event, RunSummary):
-                    summary = event
-                elif not isinstance(event, CheckpointEvent):  # stored for resumption, never sent
-                    print(f"event: {event.type}\ndata: {json.dumps(event.payload(), ensure_ascii=False)}\n")
-            assert summary is not None
-            print("GET /api/runs/{id} -> facts")
-            for fact in summary.facts:
-                print(json.dumps(fact.model_dump(mode="json"), ensure_ascii=False))
-            print(f"\nnumbers: {json.dumps(summary.signals.get('numbers'))}")
-        finally:
-            client.close()
+        summary = None
+        async for event in run_research(ResearchQuery(question=QUESTION, mode="auto")):
+            if isinstance(event, RunSummary):
+                summary = event
+            elif not isinstance(event, CheckpointEvent):  # stored for resumption, never sent
+                print(f"event: {event.type}\ndata: {json.dumps(event.payload(), ensure_ascii=False)}\n")
+        assert summary is not None
+        print("GET /api/runs/{id} -> facts")
+        for fact in summary.facts:
+            print(json.dumps(fact.model_dump(mode="json"), ensure_ascii=False))
+        print(f"\nnumbers: {json.dumps(summary.signals.get('numbers'))}")
 
 
 if __name__ == "__main__":

@@ -14,28 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from datascraper.llm import reset_openai_client  # noqa: E402
-from datascraper.market_data.cache import TTLCache  # noqa: E402
-from datascraper.market_data.client import MarketDataClient, set_market_data_client  # noqa: E402
-from datascraper.market_data.server import build_server  # noqa: E402
-from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
-from datascraper.models_config import get_research_config  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
 from datascraper.schemas import Contradiction, GapReport, QueryAnalysis, ResearchQuery, RunSummary  # noqa: E402
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, searched, sub  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, Sentence, TextReply  # noqa: E402
-from tests.fakes.yfinance import FakeYahoo  # noqa: E402
+from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
+from tests.fakes.openai_server import JsonReply, Sentence, TextReply  # noqa: E402
 
 QUESTION = "How did Apple's revenue change over the last 3 quarters, and what do analysts expect next?"
-MARKET_NOW = datetime(2025, 6, 13, 20, 0, tzinfo=UTC)
 ANALYSIS = QueryAnalysis(
     needs_decomposition=True,
     sub_questions=[
@@ -76,34 +67,25 @@ ANSWER = [
 
 
 async def main() -> None:
-    with FakeOpenAIServer() as fake:
-        os.environ.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="example-key")
-        get_research_config.cache_clear()
-        reset_openai_client()
+    with fake_upstreams() as fake:
         fake.script(JsonReply(ANALYSIS), when=is_analysis)
         fake.script(TextReply(CONFIRMING_SEARCH), when=searched("Confirm or correct"))
         fake.script(TextReply(FIRST_SEARCH), when=searched("analysts expect"), times=1)
         fake.script(JsonReply(GapReport(complete=True, score=8.5)), when=is_gap_report, times=1)
         fake.script(JsonReply(SECOND_VERDICT), when=is_gap_report)
         fake.script(TextReply(ANSWER), when=is_synthesis)
-        adapter = YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
-        client = MarketDataClient(build_server(adapter))
-        set_market_data_client(client)
-        try:
-            summary = None
-            async for event in run_research(ResearchQuery(question=QUESTION, mode="research")):
-                if isinstance(event, RunSummary):
-                    summary = event
-                elif event.type == "round":
-                    print(f"event: round\ndata: {json.dumps(event.payload(), ensure_ascii=False)}\n")
-            assert summary is not None
-            print("GET /api/runs/{id} -> confidence")
-            print(json.dumps(summary.confidence.model_dump(mode="json"), ensure_ascii=False, indent=1))
-            print("GET /api/runs/{id} -> trace")
-            print(json.dumps([entry.model_dump(mode="json") for entry in summary.trace], ensure_ascii=False, indent=1))
-            print(f"\nanswer:\n{summary.answer}")
-        finally:
-            client.close()
+        summary = None
+        async for event in run_research(ResearchQuery(question=QUESTION, mode="research")):
+            if isinstance(event, RunSummary):
+                summary = event
+            elif event.type == "round":
+                print(f"event: round\ndata: {json.dumps(event.payload(), ensure_ascii=False)}\n")
+        assert summary is not None
+        print("GET /api/runs/{id} -> confidence")
+        print(json.dumps(summary.confidence.model_dump(mode="json"), ensure_ascii=False, indent=1))
+        print("GET /api/runs/{id} -> trace")
+        print(json.dumps([entry.model_dump(mode="json") for entry in summary.trace], ensure_ascii=False, indent=1))
+        print(f"\nanswer:\n{summary.answer}")
 
 
 if __name__ == "__main__":

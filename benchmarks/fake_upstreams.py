@@ -1,0 +1,46 @@
+"""The far ends of a run, faked, for the README's example scripts (`router_example.py`, `trace_example.py`).
+
+Not a benchmark: importing it runs nothing. `fake_upstreams()` starts the fake OpenAI server and points
+the research config at it, and installs the real MCP server and client over the fake yfinance (anchored
+at 2025-06-13); the code between them is the real code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from datascraper.llm import reset_openai_client  # noqa: E402
+from datascraper.market_data.cache import TTLCache  # noqa: E402
+from datascraper.market_data.client import MarketDataClient, set_market_data_client  # noqa: E402
+from datascraper.market_data.server import build_server  # noqa: E402
+from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
+from datascraper.models_config import get_research_config  # noqa: E402
+from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from tests.fakes.yfinance import FakeYahoo  # noqa: E402
+
+MARKET_NOW = datetime(2025, 6, 13, 20, 0, tzinfo=UTC)
+
+
+@contextmanager
+def fake_upstreams() -> Iterator[FakeOpenAIServer]:
+    """The fake OpenAI server (script it before running) with the market data client installed."""
+    with FakeOpenAIServer() as fake:
+        os.environ.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="example-key")
+        get_research_config.cache_clear()
+        reset_openai_client()
+        adapter = YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
+        client = MarketDataClient(build_server(adapter))
+        previous = set_market_data_client(client)
+        try:
+            yield fake
+        finally:
+            set_market_data_client(previous)
+            client.close()
