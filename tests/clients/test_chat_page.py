@@ -14,6 +14,7 @@ import os
 import re
 import threading
 import uuid
+from datetime import date
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,17 +27,23 @@ from chat.services import leases, runs
 from datascraper.schemas import (
     ChartEvent,
     ChartSeries,
+    CitationCheck,
+    Confidence,
+    Contradiction,
     DeltaEvent,
     PlanEvent,
     PlannedSubQuestion,
     ResearchEvent,
     ResearchQuery,
     RoundEvent,
+    RunConfidence,
     RunSummary,
     Source,
     SourcesEvent,
     StatusEvent,
     StepEvent,
+    TraceEntry,
+    VerificationEvent,
 )
 from tests.datascraper.conftest import market_data  # noqa: F401 (the fixture)
 from tests.datascraper.research_support import gaps, script_analysis, script_gaps, script_synthesis, sub
@@ -574,6 +581,34 @@ REVENUE_CHART = ChartEvent(
 )
 
 
+COMPONENTS = {"coverage": 0.9, "credibility": 0.7, "diversity": 0.6, "evidence": 0.8, "consistency": 1.0}
+
+
+def run_confidence(score: float, *, shallow: bool = False, summary: str = "Two rounds; margins remain uncertain.") -> RunConfidence:
+    return RunConfidence(
+        score=score,
+        shallow=shallow,
+        **COMPONENTS,
+        threshold=0.75,
+        rounds=2,
+        progression=[0.5, score],
+        refinements=1,
+        uncertain=["margins"],
+        summary=summary,
+    )
+
+
+# The research answer's markers, in order: [1][2], [3], [4], [4], [3]; its checks, as verification sends them.
+RESEARCH_CHECKS = [
+    CitationCheck(n=1, marker_index=0, status="supported", evidence="Total net sales $94.0 billion"),
+    CitationCheck(n=2, marker_index=1, status="supported", evidence="Revenue was $76.4 billion"),
+    CitationCheck(n=3, marker_index=2, status="supported", evidence="Services revenue reached an all-time high"),
+    CitationCheck(n=4, marker_index=3, status="supported", evidence="Azure and other cloud services revenue grew 39%"),
+    CitationCheck(n=4, marker_index=4, status="unreachable"),
+    CitationCheck(n=3, marker_index=5, status="unsupported", evidence="Services revenue reached an all-time high"),
+]
+
+
 def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int = 0) -> list[Step]:
     """A two-round research run with an analytical sub-question and a revenue chart; `answer_paragraphs`
     lengthens the answer."""
@@ -589,19 +624,29 @@ def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int
         StepEvent(sub_question_id="q2", state="done", route="market_data", elapsed_ms=160),
         StepEvent(sub_question_id="q3", state="done", route="web_search", elapsed_ms=2300),
         StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 1"),
-        RoundEvent(n=1, complete=False, gaps=["Azure's growth in the latest quarter"], follow_ups=[FOLLOW_UP.question]),
+        RoundEvent(
+            n=1,
+            complete=False,
+            gaps=["Azure's growth in the latest quarter"],
+            follow_ups=[FOLLOW_UP.question],
+            confidence=0.58,
+            weak_areas=["Azure's growth in the latest quarter"],
+        ),
         PlanEvent(needs_decomposition=True, sub_questions=[*RESEARCH_PLAN.sub_questions, FOLLOW_UP]),
         StatusEvent(phase="researching", label="Researching 1 sub-question", detail="Round 2"),
         StepEvent(sub_question_id="q5", state="started", route="web_search"),
         StepEvent(sub_question_id="q5", state="done", route="web_search", elapsed_ms=1900),
         StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 2"),
-        RoundEvent(n=2, complete=True),
+        RoundEvent(n=2, complete=True, confidence=0.81, stop_reason="complete"),
         StatusEvent(phase="synthesizing", label="Writing the answer", detail="From 4 findings and 4 sources"),
         REVENUE_CHART,
         *([before_answer] if before_answer else []),
         *(DeltaEvent(text=text) for text in RESEARCH_ANSWER + extra),
         SourcesEvent(sources=RESEARCH_SOURCES),
-        RunSummary(mode="research", answer="", sources=RESEARCH_SOURCES),
+        VerificationEvent(citations=RESEARCH_CHECKS),
+        RunSummary(
+            mode="research", answer="", sources=RESEARCH_SOURCES, verification=RESEARCH_CHECKS, confidence=run_confidence(0.81)
+        ),
     ]
 
 
@@ -632,6 +677,7 @@ def test_composer_stays_in_view_after_a_long_research_answer(page, scripted_rout
     assert in_viewport(answer.locator(".sources")), "the transcript followed the answer to its end"
     assert answer.locator(".answer table td").first.inner_text() == "Q4 2024"
     if shots := os.environ.get("CHAT_PAGE_SCREENSHOTS"):
+        answer.page.wait_for_function("(el) => el.dataset.trust === 'loaded'", arg=answer.element_handle())
         # To look at: the question, the top of its answer with the process panel closed, then opened.
         Path(shots).mkdir(parents=True, exist_ok=True)
         size = f"{viewport['width']}x{viewport['height']}"
@@ -667,8 +713,8 @@ def test_process_panel_collapses_when_the_answer_starts_and_reopens_on_click(pag
     summary.click()
     assert process.get_attribute("open") is not None
     assert answer.locator(".rounds li").all_inner_texts() == [
-        "Round 1: gaps: Azure's growth in the latest quarter",
-        "Round 2: complete",
+        "Round 1: gaps: Azure's growth in the latest quarter (weak: Azure's growth in the latest quarter)",
+        "Round 2: complete (stopped: complete)",
     ]
     assert answer.locator(".steps li .step-route").all_inner_texts() == ["market data", "market data", "web", "analysis", "web"]
     assert answer.locator('.steps li[data-sub-question-id="q3"] .step-time').inner_text() == "2.3 s"
@@ -1278,3 +1324,290 @@ def test_a_charts_figures_download_as_csv_rows_with_their_sources(page, market_d
         for series in chart["series"]
         for x, y in series["points"]
     ]
+
+
+# --- trust at a glance ----------------------------------------------------------------------------------
+
+def trusted_answer(answer: sync_api.Locator) -> None:
+    """Wait for the run to end and the page to have read the stored run's confidence and signals."""
+    wait_until_finished(answer)
+    answer.page.wait_for_function("(el) => el.dataset.trust === 'loaded'", arg=answer.element_handle())
+
+
+def test_the_confidence_badge_follows_the_rounds_then_the_stored_run_with_its_components_on_hover_and_focus(page, scripted_router):
+    before_done = Gate()
+    scripted_router(
+        RoundEvent(n=1, complete=False, gaps=["margins"], confidence=0.5),
+        RoundEvent(n=2, complete=True, confidence=0.88),
+        DeltaEvent(text="Revenue was $391B [1]."),
+        SourcesEvent(sources=[SOURCE_1]),
+        before_done,
+        RunSummary(mode="research", answer="", sources=[SOURCE_1], confidence=run_confidence(0.82)),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    badge = answer.locator(".trust .confidence-badge")
+    sync_api.expect(badge).to_have_attribute("data-score", "0.88")
+    assert " ".join(badge.inner_text().split()) == "Confidence 0.88"
+    assert "low" not in badge.get_attribute("class")
+
+    before_done.open()
+    trusted_answer(answer)
+
+    assert badge.get_attribute("data-score") == "0.82", "the stored run's confidence replaces the last round's"
+    assert " ".join(badge.inner_text().split()) == "Confidence 0.82"
+    title = badge.get_attribute("title")
+    assert "Coverage 0.90" in title and "Source diversity 0.60" in title and "threshold 0.75" in title
+    popover = badge.locator(".confidence-components")
+    assert popover.is_hidden()
+    badge.hover()
+    sync_api.expect(popover).to_be_visible()
+    rows = popover.locator("dl > div")
+    assert [row.get_attribute("data-component") for row in rows.all()] == list(COMPONENTS)
+    assert rows.locator("dd").all_inner_texts() == ["0.90", "0.70", "0.60", "0.80", "1.00"]
+    assert popover.locator(".confidence-summary").inner_text() == "Two rounds; margins remain uncertain."
+    if shots := os.environ.get("CHAT_PAGE_SCREENSHOTS"):
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / "confidence-components-1366x900.png"))
+    page.mouse.move(0, 0)
+    sync_api.expect(popover).to_be_hidden()
+    # Keyboard: the badge is in the tab order, and focus shows the same popover.
+    page.locator("#question").focus()
+    for _ in range(12):
+        if badge.evaluate("(el) => el === document.activeElement"):
+            break
+        page.keyboard.press("Shift+Tab")
+    assert badge.evaluate("(el) => el === document.activeElement"), "the badge is reachable with the keyboard"
+    sync_api.expect(popover).to_be_visible()
+    assert badge.get_attribute("aria-describedby") == popover.get_attribute("id")
+
+
+@pytest.mark.parametrize(
+    ("round_score", "stored", "why"),
+    [(0.41, run_confidence(0.41), "below the threshold"), (0.9, run_confidence(0.9, shallow=True), "shallow evidence")],
+    ids=["below-threshold", "shallow"],
+)
+def test_low_confidence_marks_the_badge_as_a_warning(page, scripted_router, round_score, stored, why):
+    scripted_router(
+        RoundEvent(n=1, complete=True, confidence=round_score, shallow=stored.shallow),
+        DeltaEvent(text="Revenue was $391B [1]."),
+        DeltaEvent(text="\n\nNote: low confidence in the evidence behind this answer."),
+        SourcesEvent(sources=[SOURCE_1]),
+        RunSummary(mode="research", answer="", sources=[SOURCE_1], confidence=stored),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    trusted_answer(answer)
+
+    badge = answer.locator(".trust .confidence-badge")
+    assert "low" in badge.get_attribute("class").split(), why
+    assert badge.locator(".confidence-label").inner_text() == "Low confidence"
+    assert badge.evaluate("(el) => getComputedStyle(el.querySelector('.confidence-label'), '::before').content") == '"⚠ "'
+    assert badge.is_visible()
+    assert (badge.locator(".confidence-shallow").count() == 1) == stored.shallow
+    # The backend's note stays the one place that words the warning: the badge does not repeat it.
+    assert answer.get_by_text("low confidence in the evidence").count() == 1
+
+
+def test_a_quick_answer_shows_no_badge(page, scripted_router):
+    scripted_router(DeltaEvent(text="Apple closed at $196.45 [1]."), SourcesEvent(sources=[SOURCE_2]), RunSummary(mode="quick", answer="", sources=[SOURCE_2]))
+
+    answer = ask(page, "Apple's price?", mode="quick")
+    trusted_answer(answer)
+
+    assert answer.locator(".confidence-badge").count() == 0
+    assert answer.locator(".trust").is_hidden()
+
+
+CONTRADICTION = Contradiction(
+    claim_a="Services revenue rose 14%", finding_a="q2", claim_b="Services revenue rose 9%", finding_b="q3", severity=0.8
+)
+
+
+def test_contradictions_are_listed_in_the_process_panel_and_flagged_by_the_answer(page, scripted_router):
+    minor = Contradiction(claim_a="Guidance was raised", finding_a="q1", claim_b="Guidance was kept", finding_b="q3", severity=0.3)
+    scripted_router(
+        RoundEvent(n=1, complete=False, gaps=["margins"], confidence=0.6, contradictions=[CONTRADICTION]),
+        RoundEvent(n=2, complete=True, confidence=0.8, contradictions=[CONTRADICTION, minor], stop_reason="complete"),
+        DeltaEvent(text="Services grew [1]."),
+        SourcesEvent(sources=[SOURCE_1]),
+        SUMMARY,
+    )
+    answer = ask(page, "How did Apple's Services do?", mode="research")
+    wait_until_finished(answer)
+
+    listed = answer.locator(".process .contradictions li")
+    assert listed.all_text_contents() == [
+        "“Services revenue rose 14%” (q2) vs “Services revenue rose 9%” (q3), severity 0.80",
+        "“Guidance was raised” (q1) vs “Guidance was kept” (q3), severity 0.30",
+    ], "each once, though the second round reports the first again"
+    assert answer.locator(".rounds li").last.text_content() == "Round 2: complete (stopped: complete)"
+    process = answer.locator("details.process")
+    assert process.get_attribute("open") is None
+    flag = answer.locator(".trust button.contradictions-flag")
+    assert flag.inner_text() == "⚠ 2 contradictions between findings"
+
+    flag.click()
+
+    assert process.get_attribute("open") is not None
+    sync_api.expect(listed.first).to_be_visible()
+
+
+CHECKED_SOURCES = [
+    Source(n=1, title="Apple 10-K", url="https://investor.apple.com/10k", kind="web", domain_type="company_ir", published=date(2024, 11, 1)),
+    Source(n=2, title="A blog on Apple", url="https://blog.example.com/apple", kind="web", domain_type="blog"),
+    SOURCE_2.model_copy(update={"n": 3, "as_of": "2025-06-13"}),
+]
+CHECKS = [
+    CitationCheck(n=1, marker_index=0, status="supported", evidence="Total net sales were $391.0 billion"),
+    CitationCheck(n=2, marker_index=1, status="unsupported", evidence="Apple sold more phones"),
+    CitationCheck(n=1, marker_index=2, status="unreachable"),
+    CitationCheck(n=3, marker_index=3, status="supported", evidence="Close 196.45"),
+]
+
+
+def test_citations_are_marked_once_verification_arrives_and_summed_up_per_source(page, scripted_router):
+    before_verification, before_done = Gate(), Gate()
+    scripted_router(
+        DeltaEvent(text="Revenue was $391B [1]. Services grew 20% [2]. Margins widened [1]. "),
+        DeltaEvent(text="It closed at $196.45 [3]. Code like `[2]` is not a marker."),
+        SourcesEvent(sources=CHECKED_SOURCES),
+        before_verification,
+        VerificationEvent(citations=CHECKS),
+        before_done,
+        RunSummary(mode="research", answer="", sources=CHECKED_SOURCES, verification=CHECKS),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    markers = answer.locator(".answer .citation")
+    sync_api.expect(markers).to_have_count(4)
+    kinds = answer.locator(".sources .source-kind")
+    assert kinds.all_inner_texts() == ["web · company IR · published 2024-11-01", "web · blog", "market data, as of 2025-06-13"]
+    assert answer.locator(".answer .citation.checked").count() == 0, "nothing is marked before the checks come"
+
+    before_verification.open()
+
+    sync_api.expect(answer.locator(".answer .citation.checked")).to_have_count(4)
+    assert answer.get_attribute("data-state") == "running", "marked from the event, before the run is done"
+    assert [marker.get_attribute("data-verification") for marker in markers.all()] == [
+        "supported", "unsupported", "unreachable", "supported"
+    ]
+    before_done.open()
+    trusted_answer(answer)  # the last renders are done: the marks are read from the final text
+    glyphs = [marker.evaluate("(el) => getComputedStyle(el, '::after').content") for marker in markers.all()]
+    assert glyphs == ['"✓"', '"✗"', '"?"', '"✓"']
+    assert markers.nth(0).get_attribute("title") == "Apple 10-K — supported by its source: “Total net sales were $391.0 billion”"
+    assert markers.nth(1).get_attribute("title") == "A blog on Apple — not supported by its source: “Apple sold more phones”"
+    assert markers.nth(2).get_attribute("title") == "Apple 10-K — source could not be read to check"
+    assert answer.locator(".sources .source-verification").all_inner_texts() == [
+        "citations: 1 supported, 1 unreachable",
+        "citations: 1 unsupported",
+        "citations: 1 supported",
+    ]
+    assert "unsupported" in answer.locator(".sources li").nth(1).locator(".source-verification").get_attribute("class")
+    if shots := os.environ.get("CHAT_PAGE_SCREENSHOTS"):
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / "citation-marks-1366x900.png"))
+    assert answer.locator(".answer .citation.checked").count() == 4, "the marks survive the final render"
+
+
+def test_a_check_whose_marker_is_not_the_rendered_one_is_not_put_on_another(page, scripted_router):
+    # The second check names marker 1 as source 3, but marker 1 cites source 2: it is left unmarked.
+    checks = [CHECKS[0], CitationCheck(n=3, marker_index=1, status="unsupported")]
+    scripted_router(
+        DeltaEvent(text="Revenue was $391B [1]. Services grew [2]."),
+        SourcesEvent(sources=CHECKED_SOURCES),
+        VerificationEvent(citations=checks),
+        RunSummary(mode="research", answer="", sources=CHECKED_SOURCES, verification=checks),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    trusted_answer(answer)
+
+    markers = answer.locator(".answer .citation")
+    assert markers.nth(0).get_attribute("data-verification") == "supported"
+    assert markers.nth(1).get_attribute("data-verification") is None
+
+
+def test_numbers_the_market_data_does_not_bear_out_are_marked_where_they_appear(page, scripted_router):
+    signals = {"numbers": {"checked": 3, "computed": 0, "unmatched": 1, "unmatched_values": [{"value": "12.3%", "sources": [2]}]}}
+    scripted_router(
+        DeltaEvent(text="Margin was 12.3% [2] on revenue of $391.04 billion [2]; a rival's was 112.3% and 12.35%.\n\n"),
+        DeltaEvent(text="| Year | Margin |\n|---|---:|\n| 2024 | 12.3% |\n"),
+        SourcesEvent(sources=[SOURCE_2]),
+        RunSummary(mode="research", answer="", sources=[SOURCE_2], signals=signals),
+    )
+    answer = ask(page, "Apple's margin?", mode="research")
+    trusted_answer(answer)
+
+    flagged = answer.locator(".answer mark.flagged-number")
+    assert flagged.all_inner_texts() == ["12.3%", "12.3%"], "each whole occurrence, not inside 112.3% or 12.35%"
+    assert {mark.get_attribute("title") for mark in flagged.all()} == {"not found in the market data"}
+    assert answer.locator(".answer table mark.flagged-number").count() == 1
+    assert answer.locator(".answer").inner_text().startswith("Margin was 12.3% [2] on revenue of $391.04 billion [2]")
+
+
+def test_the_report_carries_confidence_the_trace_and_the_citation_checks(page, scripted_router):
+    trace = [
+        TraceEntry(
+            n=1,
+            confidence=Confidence(score=0.5, shallow=True, **COMPONENTS),
+            new_sources=2,
+            sources=2,
+            weak_areas=["margins"],
+            contradictions=[CONTRADICTION],
+            goes_on_because="shallow",
+        ),
+        TraceEntry(n=2, confidence=Confidence(score=0.82, shallow=False, **COMPONENTS), new_sources=1, sources=3, stop_reason="complete"),
+    ]
+    scripted_router(
+        RoundEvent(n=1, complete=False, confidence=0.5, shallow=True),
+        RoundEvent(n=2, complete=True, confidence=0.82),
+        DeltaEvent(text="Revenue was $391B [1]. Services grew 20% [2]. Margins widened [1]. It closed at $196.45 [3]."),
+        SourcesEvent(sources=CHECKED_SOURCES),
+        VerificationEvent(citations=CHECKS),
+        RunSummary(mode="research", answer="", sources=CHECKED_SOURCES, verification=CHECKS, confidence=run_confidence(0.82), trace=trace),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    trusted_answer(answer)
+
+    with page.expect_download() as downloading:
+        answer.locator("button.download-report").click()
+    report = Path(downloading.value.path()).read_text(encoding="utf-8")
+
+    assert "- [1] [Apple 10-K](https://investor.apple.com/10k) — web, company ir, published 2024-11-01" in report
+    assert (
+        "## Confidence\n\n- Score: 0.82 (threshold 0.75)\n"
+        "- Components: coverage 0.9, credibility 0.7, diversity 0.6, evidence 0.8, consistency 1\n"
+        "- Shallow evidence: no\n- Summary: Two rounds; margins remain uncertain.\n\n"
+    ) in report
+    assert (
+        "## Citation checks\n\n"
+        "- Marker 1 [1]: supported: “Total net sales were $391.0 billion”\n"
+        "- Marker 2 [2]: unsupported: “Apple sold more phones”\n"
+        "- Marker 3 [1]: unreachable\n"
+        "- Marker 4 [3]: supported: “Close 196.45”\n"
+    ) in report
+    assert "### Evidence by round\n\n- **Round 1**: confidence 0.5 · 2 new sources (2 in all) · shallow · went on: shallow\n" in report
+    assert "  - Weak areas: margins\n" in report
+    assert "  - Contradiction (severity 0.8): Services revenue rose 14% (q2) vs Services revenue rose 9% (q3)\n" in report
+    assert "- **Round 2**: confidence 0.82 · 1 new sources (3 in all) · stopped: complete" in report
+
+
+def test_a_full_run_verifies_its_citations_and_the_page_marks_them(page, market_data_run, research_env):
+    """The real pipeline from the fakes, with citation verification on: the `verification` event comes
+    after the last delta and the page marks the very markers it names."""
+    research_env(CITATION_VERIFY="1")
+    answer = ask_market_question(page)
+    trusted_answer(answer)
+    events = run_events(page, answer)
+    verification = [event.data for event in events if event.type == "verification"]
+    assert verification, "the run sent a verification event"
+    [checks] = [data["citations"] for data in verification]
+    assert checks, "the answer's market data citations were checked"
+    types = [event.type for event in events]
+    assert types.index("verification") > max(i for i, kind in enumerate(types) if kind == "delta")
+    markers = answer.locator(".answer .citation")
+    sync_api.expect(answer.locator(".answer .citation.checked")).to_have_count(len(checks))
+    for check in checks:
+        marker = markers.nth(check["marker_index"])
+        assert marker.get_attribute("data-n") == str(check["n"])
+        assert marker.get_attribute("data-verification") == check["status"]
+    run = page.request.get(f"/api/runs/{answer.get_attribute('data-run-id')}").json()
+    assert run["verification"] == checks

@@ -11,10 +11,12 @@
  *
  * Layout: only the transcript scrolls; the question box stays at the bottom of the window. Each answer
  * is a stack of sections (the research process, the figures, the text, the sources, the error line, the
- * suggested next questions, the export buttons), so the trust marks still to come are more sections.
+ * suggested next questions, the export buttons), and a trust line above the text (the confidence badge,
+ * contradictions); citation marks and flagged numbers are put on the rendered text after each render.
  *
  * Other scripts, loaded before this one: dom.js (element helpers), figures.js (charts and tables of the
- * run's market data), export.js (Markdown, report and CSV exports).
+ * run's market data), trust.js (confidence, contradictions, citation and number marks), export.js
+ * (Markdown, report and CSV exports).
  */
 (() => {
   "use strict";
@@ -22,9 +24,10 @@
   const { httpUrl, element, button, externalLink, download } = window.ChatDom;
   const { Figure } = window.ChatFigures;
   const { answerMarkdown, reportMarkdown, chartCsv, fileStem } = window.ChatExport;
+  const Trust = window.ChatTrust;
 
   const PHASES = ["analyzing", "researching", "evaluating", "synthesizing"];
-  const RUN_EVENTS = ["status", "plan", "step", "round", "attempt", "chart", "delta", "sources", "done", "error"];
+  const RUN_EVENTS = ["status", "plan", "step", "round", "attempt", "chart", "delta", "sources", "verification", "done", "error"];
   const STEP_STATES = {
     pending: "pending",
     started: "running",
@@ -42,6 +45,16 @@
     stopped: "not finished",
   };
   const ROUTE_LABELS = { market_data: "market data", web_search: "web", synthesis: "analysis" };
+  const DOMAIN_LABELS = {
+    regulator: "regulator",
+    exchange: "exchange",
+    company_ir: "company IR",
+    government: "government",
+    academic: "academic",
+    major_news: "major news",
+    blog: "blog",
+    other: "other",
+  };
   const FINISHED_STEP_STATES = new Set(["done", "failed", "fallback"]);
   const RECONNECT_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
   const MAX_RECONNECTS = 12;
@@ -229,8 +242,18 @@
     target.replaceChildren(fragment);
   }
 
-  /** The numbered source list; entry n has the id `<idPrefix>-source-<n>`, for links from figures. */
-  function renderSources(panel, sources, idPrefix) {
+  /** "market data, as of 2025-06-30" or "web · regulator · published 2025-01-02". */
+  function sourceKind(source) {
+    if (source.kind === "market_data") return source.as_of ? `market data, as of ${source.as_of}` : "market data";
+    const parts = ["web"];
+    if (source.domain_type) parts.push(DOMAIN_LABELS[source.domain_type] || source.domain_type);
+    if (source.published) parts.push(`published ${source.published}`);
+    return parts.join(" · ");
+  }
+
+  /** The numbered source list; entry n has the id `<idPrefix>-source-<n>`, for links from figures.
+   * `verdicts` (from the verification, by n) add each source's citation checks. */
+  function renderSources(panel, sources, idPrefix, verdicts = new Map()) {
     const list = panel.querySelector("ol");
     list.replaceChildren(
       ...sources.map((source) => {
@@ -239,8 +262,9 @@
         item.id = `${idPrefix}-source-${source.n}`;
         const url = httpUrl(source.url);
         item.append(url === null ? element("span", "", source.title) : externalLink(url, source.title || url));
-        const kind = source.kind === "market_data" ? "market data" : "web";
-        item.append(element("span", "source-kind", source.as_of ? `${kind}, as of ${source.as_of}` : kind));
+        item.append(element("span", "source-kind", sourceKind(source)));
+        const verdict = verdicts.get(source.n);
+        if (verdict) item.append(element("span", `source-verification ${verdict.worst}`, verdict.text));
         return item;
       }),
     );
@@ -277,7 +301,18 @@
       this.roundList = element("ul", "rounds");
       this.attemptNote = element("p", "attempt-note");
       this.attemptNote.hidden = true;
-      this.root.append(this.summary, this.phases, this.phaseLabel, this.steps, this.roundList, this.attemptNote);
+      this.contradictions = element("section", "contradictions");
+      this.contradictions.setAttribute("aria-label", "Contradictions between findings");
+      this.contradictions.hidden = true;
+      this.root.append(
+        this.summary,
+        this.phases,
+        this.phaseLabel,
+        this.steps,
+        this.roundList,
+        this.contradictions,
+        this.attemptNote,
+      );
     }
 
     setStatus({ phase, label, detail }) {
@@ -343,12 +378,31 @@
       }
     }
 
-    addRound({ n, complete, gaps }) {
+    addRound({ n, complete, gaps, weak_areas: weakAreas = [], stop_reason: stopReason }) {
       let summary = "complete";
       if (!complete) summary = gaps.length ? `gaps: ${gaps.join("; ")}` : "more research needed";
-      this.roundList.append(element("li", "", `Round ${n}: ${summary}`));
+      const details = [];
+      if (weakAreas.length) details.push(`weak: ${weakAreas.join("; ")}`);
+      if (stopReason) details.push(`stopped: ${stopReason.replace(/_/g, " ")}`);
+      const line = details.length ? `Round ${n}: ${summary} (${details.join(" · ")})` : `Round ${n}: ${summary}`;
+      this.roundList.append(element("li", "", line));
       this.rounds += 1;
       this.update();
+    }
+
+    /** The contradictions found so far, each with both claims and the findings making them. */
+    setContradictions(items) {
+      const list = element("ul");
+      list.append(...items.map((item) => element("li", "", Trust.contradictionText(item))));
+      this.contradictions.replaceChildren(element("h4", "", "Contradictions"), list);
+      this.contradictions.hidden = items.length === 0;
+      this.update();
+    }
+
+    /** Open the panel at its contradictions (from the flag near the answer). */
+    showContradictions() {
+      this.root.open = true;
+      this.contradictions.scrollIntoView({ block: "nearest" });
     }
 
     /** The answer's first text: the process steps aside for it. */
@@ -396,7 +450,7 @@
       const totals = counts.length ? `Research: ${counts.join(", ")}` : this.label || "Research";
       const live = this.running && !this.answering && counts.length && this.label;
       this.summary.textContent = live ? `${totals} · ${this.label}` : totals;
-      this.root.hidden = this.label === "" && this.steps.children.length === 0;
+      this.root.hidden = this.label === "" && this.steps.children.length === 0 && this.contradictions.hidden;
     }
   }
 
@@ -423,6 +477,10 @@
       this.sources = [];
       this.figures = new Map(); // chart id -> Figure, in the order the charts came
       this.lastRound = null;
+      this.confidence = null; // the last round's, then the stored run's (null for quick answers)
+      this.contradictionsSeen = [];
+      this.verification = []; // the citation checks, once the `verification` event has come
+      this.flagged = []; // figures the run's number check could not trace to market data
       this.renderQueued = false;
       this.root = element("article", "turn assistant");
       this.root.dataset.state = "running";
@@ -431,6 +489,8 @@
       this.figuresBox = element("section", "figures");
       this.figuresBox.setAttribute("aria-label", "Figures");
       this.figuresBox.hidden = true;
+      this.trustLine = element("div", "trust");
+      this.trustLine.hidden = true;
       this.answer = element("div", "answer");
       this.sourcesPanel = element("aside", "sources");
       this.sourcesPanel.append(element("h3", "", "Sources"), element("ol"));
@@ -446,6 +506,7 @@
         this.process.root,
         this.connection,
         this.figuresBox,
+        this.trustLine,
         this.answer,
         this.sourcesPanel,
         this.error,
@@ -511,6 +572,7 @@
         sources: this.sources,
         charts: [...this.figures.values()].map((figure) => figure.chart),
         run,
+        verification: this.verification.length ? this.verification : run.verification,
         exportedAt: new Date().toISOString(),
       });
       download(`${fileStem(this.question || "research")}-report.md`, "text/markdown;charset=utf-8", report);
@@ -548,6 +610,54 @@
     addRound(round) {
       this.lastRound = round;
       this.process.addRound(round);
+      if (typeof round.confidence === "number") this.confidence = { score: round.confidence, shallow: round.shallow };
+      if (round.contradictions && round.contradictions.length) {
+        this.contradictionsSeen = Trust.mergeContradictions(this.contradictionsSeen, round.contradictions);
+        this.process.setContradictions(this.contradictionsSeen);
+      }
+      this.showTrust();
+    }
+
+    /** The trust line above the text: the confidence badge and the flag for contradictions. */
+    showTrust() {
+      const parts = [];
+      if (this.confidence !== null) parts.push(Trust.confidenceBadge(this.confidence));
+      if (this.contradictionsSeen.length) {
+        const count = this.contradictionsSeen.length;
+        const flag = button("contradictions-flag", `⚠ ${plural(count, "contradiction")} between findings`, "Show them in the research process");
+        flag.addEventListener("click", () => {
+          state.atTranscriptEnd = false;
+          this.process.showContradictions();
+        });
+        parts.push(flag);
+      }
+      this.trustLine.replaceChildren(...parts);
+      this.trustLine.hidden = parts.length === 0;
+    }
+
+    /** The `verification` event: each citation's check, marked on the text and summed up per source. */
+    setVerification(citations) {
+      this.verification = citations;
+      this.setSources(this.sources);
+    }
+
+    /** Once done: the stored run's confidence (with its components and threshold; null for a quick
+     * answer, which then shows no badge), its number check's flagged figures and, if the event was
+     * missed, its verification. A failed look-up leaves what the events showed. */
+    async loadRunTrust() {
+      let run;
+      try {
+        run = await api(`/api/runs/${this.runId}`);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        return;
+      }
+      this.confidence = run.confidence || null;
+      this.flagged = Trust.flaggedValues(run.signals);
+      if (this.verification.length === 0 && run.verification.length) this.verification = run.verification;
+      this.showTrust();
+      this.setSources(this.sources);
+      this.root.dataset.trust = "loaded";
     }
 
     appendText(text) {
@@ -564,6 +674,7 @@
     /** An `attempt` event: the text, figures and sources received so far are discarded; they come again. */
     restart(attempt) {
       this.text = "";
+      this.verification = [];
       this.removeFigures();
       this.setSources([]);
       this.process.restart(attempt);
@@ -571,7 +682,7 @@
 
     setSources(sources) {
       this.sources = sources;
-      renderSources(this.sourcesPanel, sources, this.idPrefix);
+      renderSources(this.sourcesPanel, sources, this.idPrefix, Trust.sourceVerdicts(this.verification));
       const titles = new Map(sources.map((source) => [String(source.n), source.title]));
       for (const link of this.figuresBox.querySelectorAll("a.source-ref")) link.title = titles.get(link.dataset.n) || "";
       this.render();
@@ -579,6 +690,8 @@
 
     render() {
       renderAnswer(this.answer, this.text, this.sources);
+      Trust.markCitations(this.answer, this.verification);
+      Trust.markFlaggedNumbers(this.answer, this.flagged);
     }
 
     setConnection(message) {
@@ -611,6 +724,7 @@
       this.root.dataset.state = "done";
       this.showFollowUps();
       this.actions.hidden = false;
+      if (this.runId !== null) this.loadRunTrust();
     }
 
     fail(code, message) {
@@ -686,6 +800,7 @@
         case "chart": view.addChart(data); break;
         case "delta": view.appendText(data.text); break;
         case "sources": view.setSources(data.sources); break;
+        case "verification": view.setVerification(data.citations); break;
         case "done": this.end(null); break;
         case "error": this.end(data.code, data.message); break;
       }

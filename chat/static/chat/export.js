@@ -1,7 +1,8 @@
 /*
  * Exports of an answer, made in the browser from what the page holds plus GET /api/runs/{id}:
  * the answer as Markdown with its numbered sources (for the clipboard), the whole run as a Markdown
- * report (answer, sources, figures, research trace, computed facts), and a chart's figures as CSV.
+ * report (answer, sources, figures, confidence, citation checks, research trace, computed facts), and a
+ * chart's figures as CSV.
  *
  * Markdown is text another program renders, so titles and labels from the web are escaped where they
  * could be read as markup, and links are only ever the sources' own http(s) URLs.
@@ -29,7 +30,10 @@ window.ChatExport = (() => {
 
   function sourceDetails(source) {
     if (source.kind === "market_data") return source.as_of ? `market data, as of ${source.as_of}` : "market data";
-    return source.published ? `web, published ${source.published}` : "web";
+    const parts = ["web"];
+    if (source.domain_type) parts.push(source.domain_type.replace(/_/g, " "));
+    if (source.published) parts.push(`published ${source.published}`);
+    return parts.join(", ");
   }
 
   /** `- [n] [Title](url) — market data, as of 2025-06-13`: the numbers the answer's `[n]` markers cite. */
@@ -94,6 +98,56 @@ window.ChatExport = (() => {
       .join("\n");
   }
 
+  const COMPONENT_NAMES = ["coverage", "credibility", "diversity", "evidence", "consistency"];
+
+  function confidenceSection(confidence) {
+    if (!confidence) return "No confidence score (a quick answer is not researched in rounds).";
+    const low = confidence.shallow || confidence.score < confidence.threshold;
+    const lines = [
+      `- Score: ${plain.format(confidence.score)} (threshold ${plain.format(confidence.threshold)}${low ? ", low confidence" : ""})`,
+      `- Components: ${COMPONENT_NAMES.map((name) => `${name} ${plain.format(confidence[name])}`).join(", ")}`,
+      `- Shallow evidence: ${confidence.shallow ? "yes" : "no"}`,
+    ];
+    if (confidence.summary) lines.push(`- Summary: ${markdownText(confidence.summary)}`);
+    return lines.join("\n");
+  }
+
+  /** Each checked `[n]` marker, in the answer's order: its status and the source's passage. */
+  function verificationSection(citations) {
+    if (!citations || citations.length === 0) return "The citations were not checked against their sources.";
+    return [...citations]
+      .sort((a, b) => a.marker_index - b.marker_index)
+      .map((check) => {
+        const evidence = check.evidence ? `: “${markdownText(check.evidence)}”` : "";
+        return `- Marker ${check.marker_index + 1} [${check.n}]: ${check.status}${evidence}`;
+      })
+      .join("\n");
+  }
+
+  /** The research trace: per round, the confidence reached, new sources, weak areas, contradictions,
+   * plan changes and why research stopped or went on. */
+  function traceSection(trace) {
+    if (!trace || trace.length === 0) return "No research trace was recorded.";
+    return trace
+      .map((entry) => {
+        const facts = [`confidence ${plain.format(entry.confidence.score)}`, `${entry.new_sources} new sources (${entry.sources} in all)`];
+        if (entry.confidence.shallow) facts.push("shallow");
+        if (entry.stop_reason) facts.push(`stopped: ${entry.stop_reason.replace(/_/g, " ")}`);
+        if (entry.goes_on_because) facts.push(`went on: ${String(entry.goes_on_because).replace(/_/g, " ")}`);
+        const lines = [`- **Round ${entry.n}**: ${facts.map(markdownText).join(" · ")}`];
+        if (entry.weak_areas && entry.weak_areas.length) lines.push(`  - Weak areas: ${entry.weak_areas.map(markdownText).join("; ")}`);
+        for (const item of entry.contradictions || []) {
+          lines.push(`  - Contradiction (severity ${plain.format(item.severity)}): ${markdownText(item.claim_a)} (${markdownText(item.finding_a)}) vs ${markdownText(item.claim_b)} (${markdownText(item.finding_b)})`);
+        }
+        for (const change of entry.plan_changes || []) {
+          const why = change.reason === "gap" ? "a gap" : `weak evidence${change.weak_area ? ` on ${change.weak_area}` : ""}`;
+          lines.push(`  - Added ${markdownText(change.id)} for ${markdownText(why)}: ${markdownText(change.question)}`);
+        }
+        return lines.join("\n");
+      })
+      .join("\n");
+  }
+
   function factValue(value, unit) {
     if (value === null || value === undefined) return "not meaningful";
     if (unit === "percent") return `${plain.format(value)}%`;
@@ -121,7 +175,7 @@ window.ChatExport = (() => {
 
   /** The run as a Markdown document: what was asked, the answer and its sources, the figures drawn, how
    * the research went (plan and rounds, from the stored run) and the facts computed from market data. */
-  function reportMarkdown({ question, text, sources, charts, run, exportedAt }) {
+  function reportMarkdown({ question, text, sources, charts, run, verification, exportedAt }) {
     const about = [
       `- Run: ${run.id} (${run.mode || run.requested_mode}, ${run.status})`,
       `- Asked: ${run.created_at}`,
@@ -138,11 +192,17 @@ window.ChatExport = (() => {
     ];
     if (charts.length) sections.push("## Figures", ...charts.map(figureSection));
     sections.push(
+      "## Confidence",
+      confidenceSection(run.confidence),
+      "## Citation checks",
+      verificationSection(verification),
       "## Research trace",
       "### Plan",
       planSection(run.plan),
       "### Rounds",
       roundsSection(run.rounds),
+      "### Evidence by round",
+      traceSection(run.trace),
       "## Facts computed from market data",
       factsSection(run.facts),
     );
