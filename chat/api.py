@@ -244,6 +244,7 @@ def _run_out(run: ResearchRun) -> RunOut:
         usage=run.usage,
         signals=run.signals,
         facts=run.facts,
+        charts=run.charts,
         verification=run.verification,
         confidence=run.confidence or None,
         trace=run.trace,

@@ -115,6 +115,7 @@ class ResearchRun(models.Model):
     facts = models.JSONField(
         default=list, blank=True, help_text="Figures computed from the market data, each with its inputs."
     )
+    charts = models.JSONField(default=list, blank=True, help_text="The run's chart events, as sent.")
     confidence = models.JSONField(
         default=dict, blank=True, help_text="Evidence confidence after the last round: score, components, shallow."
     )

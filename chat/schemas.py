@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from datascraper.schemas import CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
+from datascraper.schemas import Chart, CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
 
 MAX_QUESTION_CHARS = 8000
 
@@ -73,6 +73,10 @@ class MessageOut(BaseModel):
     content: str
     sources: list[SourceOut]
     status: Literal["complete", "incomplete"]
+    run_id: uuid.UUID | None = Field(
+        description="Assistant messages: the run whose answer this is (its charts, confidence and checks are "
+        "at GET /api/runs/{run_id}); null for questions."
+    )
     created_at: datetime
 
 
@@ -125,6 +129,9 @@ class RunOut(BaseModel):
     usage: dict
     signals: dict
     facts: list[Fact] = Field(description="Figures computed in code from the market data, each with its inputs.")
+    charts: list[Chart] = Field(
+        description="The run's `chart` events, as sent, so a reopened answer draws them again."
+    )
     verification: list[CitationCheck] = Field(
         description="Each [n] marker of the answer checked against its source; empty when not verified."
     )

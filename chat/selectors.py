@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from chat.callers import Caller
 from chat.models import Conversation, Message, ResearchRun
@@ -19,7 +19,9 @@ def conversation_for(caller: Caller, conversation_id: uuid.UUID) -> Conversation
 
 
 def messages_of(conversation: Conversation) -> list[Message]:
-    return list(conversation.messages.order_by("created_at"))
+    """Oldest first; each carries `run_id`, the run whose answer it is (None for questions), joined in
+    the same query so a long conversation costs one read."""
+    return list(conversation.messages.annotate(run_id=F("produced_by__id")).order_by("created_at"))
 
 
 def run_for(caller: Caller, run_id: uuid.UUID) -> ResearchRun | None:

@@ -364,11 +364,11 @@ class ChartSeries(BaseModel):
     points: list[tuple[str, float]]
 
 
-class ChartEvent(_Event):
+class Chart(BaseModel):
     """Figures of the run's market data to draw, straight from the tool output; `source_n` numbers the
-    source of the first series in the answer's `sources`."""
+    source of the first series in the answer's `sources`. The run keeps them, so a reopened answer draws
+    them again."""
 
-    type: Literal["chart"] = "chart"
     id: str
     title: str
     kind: Literal["line", "bars"]
@@ -376,6 +376,12 @@ class ChartEvent(_Event):
     as_of: str
     source_n: int
     series: list[ChartSeries]
+
+
+class ChartEvent(Chart, _Event):
+    """A `Chart`, sent before the answer's text."""
+
+    type: Literal["chart"] = "chart"
 
 
 class CitationCheck(BaseModel):
@@ -411,6 +417,7 @@ class RunSummary(_Event):
     usage: UsageLedger = Field(default_factory=UsageLedger)
     signals: dict = Field(default_factory=dict)
     facts: list[Fact] = Field(default_factory=list)
+    charts: list[ChartEvent] = Field(default_factory=list)  # as sent, so a reopened answer draws them again
     verification: list[CitationCheck] = Field(default_factory=list)  # empty when not verified
     confidence: RunConfidence | None = None  # research runs only
     trace: list[TraceEntry] = Field(default_factory=list)

@@ -229,6 +229,7 @@ def _close(
         run.usage = summary.usage.model_dump(mode="json")
         run.signals = summary.signals
         run.facts = [fact.model_dump(mode="json") for fact in summary.facts]
+        run.charts = [chart.payload() for chart in summary.charts]
         run.confidence = summary.confidence.model_dump(mode="json") if summary.confidence is not None else {}
         run.trace = [entry.model_dump(mode="json") for entry in summary.trace]
         run.verification = [check.model_dump(mode="json") for check in summary.verification]

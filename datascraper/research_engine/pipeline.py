@@ -475,7 +475,8 @@ async def synthesize(state: RunState) -> AsyncIterator[ResearchEvent]:
         detail=f"From {answered} finding{'s' if answered != 1 else ''} and {len(state.sources)} sources",
     )
     # Charts cite their sources by number, known from here on; they go out before the answer's text.
-    for chart in charts_for(state.findings, state.sources):
+    state.charts = charts_for(state.findings, state.sources)
+    for chart in state.charts:
         yield chart
     try:
         async for delta in state.deadline.within(synthesis):
@@ -550,6 +551,7 @@ def summarize(
         usage=state.ledger,
         signals=signals,
         facts=state.facts,
+        charts=state.charts,
         confidence=confidence,
         trace=state.trace,
         verification=verification.citations if verification is not None else [],

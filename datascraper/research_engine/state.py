@@ -19,6 +19,7 @@ from datascraper.models_config import ResearchConfig
 from datascraper.quality_logger import SpeculationOutcome
 from datascraper.research_engine.periods import market_data_request
 from datascraper.schemas import (
+    ChartEvent,
     Fact,
     MarketDataKind,
     PlanEvent,
@@ -242,6 +243,7 @@ class RunState:
     answer_note: str = ""  # shown under the answer: untraced market-data numbers, a low-confidence warning
     sources: list[Source] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)  # figures computed from the market data, for the answer
+    charts: list[ChartEvent] = field(default_factory=list)  # drawn from the market data, sent before the answer
     citations_dropped: int = 0
     market_payloads: list[dict] = field(default_factory=list)  # the quote of a fast-path answer
     deadline: Deadline = field(init=False)  # starts with the state, from `config.run_timeout_s`

@@ -932,15 +932,20 @@ MARKET_ANSWER = [
 ]
 
 
-@pytest.fixture
-def market_data_run(fake_openai, market_data, research_env) -> None:  # noqa: F811
+def script_market_data_run(fake_openai, research_env, answer: list[str] = MARKET_ANSWER) -> None:
     """The next research question is answered by the real router from the fake yfinance: a month of AAPL
     prices and AAPL and MSFT quarterly revenue (so a line chart and a bar chart), in one round that leaves
-    gaps open."""
+    gaps open, with `answer` as the synthesis."""
     research_env(RESEARCH_MAX_ITERATIONS="1")
     script_analysis(fake_openai, APPLE_MONTH, REVENUES)
     script_gaps(fake_openai, gaps(6, missing=OPEN_GAPS))
-    script_synthesis(fake_openai, *MARKET_ANSWER)
+    script_synthesis(fake_openai, *answer)
+
+
+@pytest.fixture
+def market_data_run(fake_openai, market_data, research_env) -> None:  # noqa: F811
+    """`script_market_data_run` with the usual answer."""
+    script_market_data_run(fake_openai, research_env)
 
 
 def ask_market_question(page: sync_api.Page) -> sync_api.Locator:
@@ -1132,6 +1137,42 @@ def test_charts_resize_with_the_layout_down_to_a_phone(page, market_data_run):
     assert phone_width < PHONE["width"] < desktop_width
     assert page.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth"), "nothing sticks out sideways"
     assert_bars_drawn_from(bars, chart)
+
+
+def test_a_reopened_market_data_answer_draws_its_charts_badge_and_marks_from_its_run(
+    page, fake_openai, market_data, research_env  # noqa: F811
+):
+    # 250.01 is in no payload: a flagged number; citations checked: marks on the markers.
+    script_market_data_run(fake_openai, research_env, ["Apple closed at 250.01 USD on 2025-06-13 [1].", MARKET_ANSWER[1]])
+    research_env(CITATION_VERIFY="1")
+    live = ask_market_question(page)
+    page.wait_for_function("(el) => el.dataset.trust === 'loaded'", arg=live.element_handle())
+    run_id = live.get_attribute("data-run-id")
+    charts = charts_of(run_events(page, live))
+    live_badge = live.locator(".trust .confidence-badge")
+    live_answer, live_badge_title = live.locator(".answer").inner_html(), live_badge.get_attribute("title")
+    run_reads = []
+    page.on("request", lambda request: run_reads.append(request.url) if request.url.endswith(f"/api/runs/{run_id}") else None)
+
+    page.reload()
+    page.locator("#conversations button").first.click()  # the newest: this one
+
+    answer = page.locator(ANSWER)
+    page.wait_for_function("(el) => el.dataset.trust === 'loaded'", arg=answer.element_handle())
+    assert answer.get_attribute("data-run-id") == run_id
+    assert answer.locator(".figures figure").evaluate_all("(fs) => fs.map((f) => f.dataset.chartId)") == ["c1", "c2"]
+    assert_line_drawn_from(answer.locator('figure[data-kind="line"]'), charts["line"])
+    assert_bars_drawn_from(answer.locator('figure[data-kind="bars"]'), charts["bars"])
+    badge = answer.locator(".trust .confidence-badge")
+    stored_score = page.evaluate(f"fetch('/api/runs/{run_id}').then((r) => r.json()).then((run) => run.confidence.score)")
+    assert badge.get_attribute("data-score") == str(stored_score) == live_badge.get_attribute("data-score")
+    assert badge.get_attribute("title") == live_badge_title
+    # Citation marks and flagged numbers as the live answer showed them.
+    assert answer.locator(".answer mark.flagged-number").all_inner_texts() == ["250.01", "250.01"]  # the sentence and the note under the answer
+    assert answer.locator(".answer .citation.checked").count() == 3
+    assert answer.locator(".answer").inner_html() == live_answer
+    assert answer.locator("button.download-report").is_visible()
+    assert len(run_reads) == 2, "the page read the run once; the test once"
 
 
 def test_charts_survive_a_dropped_stream_and_a_replay_from_the_start_drawn_once(

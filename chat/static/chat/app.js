@@ -466,7 +466,8 @@
   }
 
   /** The DOM of one answer: its process panel, figures, the streamed text, sources, errors, follow-ups
-   * and export buttons. `runId` is known for answers followed live (their report comes from the run). */
+   * and export buttons. `runId` is known for answers followed live and for stored answers of a run (their
+   * report comes from the run). */
   class AnswerView {
     constructor({ runId = null, question = "" } = {}) {
       this.runId = runId;
@@ -515,14 +516,20 @@
       );
     }
 
-    static finished(message) {
-      const view = new AnswerView();
+    /** A stored answer of a reopened conversation; `question` is the message it answers. One with a run
+     * draws what the run kept of its events (charts, confidence, checks) as the live path does. */
+    static finished(message, question = "") {
+      const view = new AnswerView({ runId: message.run_id ?? null, question });
       view.text = message.content;
       view.setSources(message.sources);
       view.root.dataset.state = message.status === "complete" ? "done" : "error";
       if (message.status !== "complete") view.showError("incomplete", "This answer was interrupted.");
       view.render();
       view.actions.hidden = view.text === "";
+      if (view.runId !== null) {
+        view.root.dataset.runId = view.runId;
+        view.loadRunTrust();
+      }
       return view;
     }
 
@@ -641,9 +648,10 @@
       this.setSources(this.sources);
     }
 
-    /** Once done: the stored run's confidence (with its components and threshold; null for a quick
-     * answer, which then shows no badge), its number check's flagged figures and, if the event was
-     * missed, its verification. A failed look-up leaves what the events showed. */
+    /** Once done, or when a stored answer is shown: the stored run's confidence (with its components and
+     * threshold; null for a quick answer, which then shows no badge), its number check's flagged figures
+     * and, if their events were missed (a reopened answer), its charts and verification. A failed look-up
+     * leaves what the events showed. */
     async loadRunTrust() {
       let run;
       try {
@@ -652,6 +660,8 @@
         if (!(error instanceof ApiError)) throw error;
         return;
       }
+      if (!this.root.isConnected) return; // the conversation was left while we asked
+      if (this.figures.size === 0) for (const chart of run.charts) this.addChart(chart);
       this.confidence = run.confidence || null;
       this.flagged = Trust.flaggedValues(run.signals);
       if (this.verification.length === 0 && run.verification.length) this.verification = run.verification;
@@ -1022,9 +1032,14 @@
     }
     state.conversationId = conversation.id;
     clearTranscript();
+    let question = "";
     for (const message of conversation.messages) {
-      if (message.role === "user") appendUserTurn(message.content);
-      else appendAssistantTurn(AnswerView.finished(message));
+      if (message.role === "user") {
+        question = message.content;
+        appendUserTurn(message.content);
+      } else {
+        appendAssistantTurn(AnswerView.finished(message, question));
+      }
     }
     scrollTranscriptToEnd();
     for (const button of els.conversations.querySelectorAll("button")) {
