@@ -21,7 +21,7 @@
 (() => {
   "use strict";
 
-  const { httpUrl, element, button, externalLink, download } = window.ChatDom;
+  const { httpUrl, element, button, externalLink, download, replaceMatches } = window.ChatDom;
   const { Figure } = window.ChatFigures;
   const { answerMarkdown, reportMarkdown, chartCsv, fileStem } = window.ChatExport;
   const Trust = window.ChatTrust;
@@ -212,28 +212,9 @@
   /** Replace `[n]` markers in text nodes (outside links and code) with citation links. */
   function linkCitations(root, sources) {
     const byNumber = new Map(sources.map((source) => [source.n, source]));
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
-      acceptNode: (node) =>
-        node.parentElement && node.parentElement.closest("a, code, pre")
-          ? NodeFilter.FILTER_REJECT
-          : NodeFilter.FILTER_ACCEPT,
-    });
-    const textNodes = [];
-    while (walker.nextNode()) textNodes.push(walker.currentNode);
-    for (const node of textNodes) {
-      const text = node.nodeValue;
-      const marker = /\[(\d{1,3})\]/g;
-      const pieces = [];
-      let from = 0;
-      for (let match = marker.exec(text); match !== null; match = marker.exec(text)) {
-        pieces.push(document.createTextNode(text.slice(from, match.index)));
-        pieces.push(citation(Number(match[1]), byNumber.get(Number(match[1]))));
-        from = match.index + match[0].length;
-      }
-      if (pieces.length === 0) continue;
-      pieces.push(document.createTextNode(text.slice(from)));
-      node.replaceWith(...pieces);
-    }
+    replaceMatches(root, /\[(\d{1,3})\]/g, "a, code, pre", (match) =>
+      citation(Number(match[1]), byNumber.get(Number(match[1]))),
+    );
   }
 
   function renderAnswer(target, text, sources) {

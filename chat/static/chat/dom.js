@@ -1,5 +1,5 @@
 /*
- * Small DOM helpers shared by the chat page's scripts (app.js, figures.js, export.js). No build step: each
+ * Small DOM helpers shared by the chat page's scripts (app.js, figures.js, trust.js, export.js). No build step: each
  * script is a plain file loaded in order, and this one comes first.
  *
  * Everything here builds elements and sets text, never HTML strings: what the page shows comes from a
@@ -55,5 +55,30 @@ window.ChatDom = (() => {
     setTimeout(() => URL.revokeObjectURL(url), BLOB_URL_LIFETIME_MS);
   }
 
-  return { httpUrl, element, button, externalLink, download };
+  /** In the text of `root` outside the elements `skip` selects, replace each match of the global regular
+   * expression `pattern` with the node `make(match)` returns. Text nodes are collected first, then
+   * replaced, so the walk never visits what it inserts. */
+  function replaceMatches(root, pattern, skip, make) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) =>
+        node.parentElement && node.parentElement.closest(skip) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+    });
+    const textNodes = [];
+    while (walker.nextNode()) textNodes.push(walker.currentNode);
+    for (const node of textNodes) {
+      const text = node.nodeValue;
+      const pieces = [];
+      let from = 0;
+      pattern.lastIndex = 0;
+      for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+        pieces.push(document.createTextNode(text.slice(from, match.index)), make(match));
+        from = match.index + match[0].length;
+      }
+      if (pieces.length === 0) continue;
+      pieces.push(document.createTextNode(text.slice(from)));
+      node.replaceWith(...pieces);
+    }
+  }
+
+  return { httpUrl, element, button, externalLink, download, replaceMatches };
 })();

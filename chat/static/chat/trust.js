@@ -16,7 +16,7 @@
 window.ChatTrust = (() => {
   "use strict";
 
-  const { element } = window.ChatDom;
+  const { element, replaceMatches } = window.ChatDom;
 
   // The backend's default RESEARCH_CONFIDENCE_THRESHOLD: rounds do not carry the threshold, so while the
   // run streams the badge compares with this; the stored run's own threshold replaces it when it is done.
@@ -141,30 +141,11 @@ window.ChatTrust = (() => {
     if (written.length === 0) return;
     const escaped = written.sort((a, b) => b.length - a.length).map((value) => value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
     const pattern = new RegExp(`(?<![\\d.,])(?:${escaped.join("|")})(?![\\d]|[.,]\\d)`, "g");
-    const walker = document.createTreeWalker(answer, NodeFilter.SHOW_TEXT, {
-      acceptNode: (node) =>
-        node.parentElement && node.parentElement.closest("a, code, pre, .citation, mark.flagged-number")
-          ? NodeFilter.FILTER_REJECT
-          : NodeFilter.FILTER_ACCEPT,
+    replaceMatches(answer, pattern, "a, code, pre, .citation, mark.flagged-number", (match) => {
+      const mark = element("mark", "flagged-number", match[0]);
+      mark.title = FLAGGED_TITLE;
+      return mark;
     });
-    const textNodes = [];
-    while (walker.nextNode()) textNodes.push(walker.currentNode);
-    for (const node of textNodes) {
-      const text = node.nodeValue;
-      const pieces = [];
-      let from = 0;
-      pattern.lastIndex = 0;
-      for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
-        pieces.push(document.createTextNode(text.slice(from, match.index)));
-        const mark = element("mark", "flagged-number", match[0]);
-        mark.title = FLAGGED_TITLE;
-        pieces.push(mark);
-        from = match.index + match[0].length;
-      }
-      if (pieces.length === 0) continue;
-      pieces.push(document.createTextNode(text.slice(from)));
-      node.replaceWith(...pieces);
-    }
   }
 
   /** The figures the run's number check could not trace, from its signals (after done). */
