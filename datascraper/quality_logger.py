@@ -72,8 +72,7 @@ class RunRecord(BaseModel):
     answer: str = ""
     sources: list[Source] = Field(default_factory=list)
     citations_dropped: int = 0  # markers the synthesizer's guard removed while streaming
-    market_values: list[float] = Field(default_factory=list)
-    fact_values: list[float] = Field(default_factory=list)  # the figures computed from market data
+    numbers: NumberCheck  # the answer's numbers cited to market data, checked once by the pipeline
 
 
 def compute_signals(record: RunRecord) -> dict[str, Any]:
@@ -111,7 +110,7 @@ def compute_signals(record: RunRecord) -> dict[str, Any]:
         "sources": len(record.sources),
         "distinct_domains": len({_domain(s.url) for s in record.sources}),
         "citations": citation_integrity(record.answer, record.sources, dropped=record.citations_dropped),
-        "numbers": check_numbers(record.answer, record.sources, record.market_values, record.fact_values).signal(),
+        "numbers": record.numbers.signal(),
     }
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 from datascraper.citations import MarketEvidence, Verification, verify_citations
 from datascraper.errors import DeadlineExceeded, ProviderNotConfigured, ResearchError, UpstreamTimeout
@@ -118,13 +118,14 @@ async def run_research(
             yield event
     except ResearchError as exc:
         # A failed run is still measured: what it cost and how far it got travel with the error.
+        judge_answer(state)
         exc.summary = summarize(state, error=exc.code)
         raise
+    judge_answer(state)
     # Numbers cited to market data that nothing returned or computed are shown under the answer, as its
     # last text: every client (page, /v1, ask) shows deltas, and the stored answer keeps the note.
     # So is a low-confidence warning, when the evidence stayed below the threshold (or shallow).
-    confidence = run_confidence(state.trace, config.confidence_threshold)
-    state.answer_note = number_check(state).note() + low_confidence_note(confidence)
+    state.answer_note = state.numbers.note() + low_confidence_note(state.confidence)
     if state.answer_note:
         yield DeltaEvent(text=state.answer_note)
     yield SourcesEvent(sources=state.sources)
@@ -512,10 +513,8 @@ async def verify(state: RunState) -> Verification | None:
 def market_evidence(state: RunState) -> dict[int, MarketEvidence]:
     """What each market-data source of the answer returned, and the facts computed from it."""
     payloads: dict[str, list[dict]] = {}
-    for finding in state.findings:
-        if finding.market_data is not None:
-            for result in finding.market_data.results:
-                payloads.setdefault(clean_url(result.url), []).append(result.data)
+    for url, payload in _market_results(state):
+        payloads.setdefault(url, []).append(payload)
     market_sources = [source for source in state.sources if source.kind == "market_data"]
     if state.market_payloads:
         # The fast path's quote: its answer's one source.
@@ -537,8 +536,7 @@ def summarize(
     timings = state.clock.timings()
     signals = compute_signals(run_record(state, timings))
     signals["error"] = error
-    confidence = run_confidence(state.trace, state.config.confidence_threshold)
-    signals["confidence"] = confidence.score if confidence is not None else None
+    signals["confidence"] = state.confidence.score if state.confidence is not None else None
     signals["verification"] = verification.signal() if verification is not None else None
     log_signals(signals)
     return RunSummary(
@@ -552,7 +550,7 @@ def summarize(
         signals=signals,
         facts=state.facts,
         charts=state.charts,
-        confidence=confidence,
+        confidence=state.confidence,
         trace=state.trace,
         verification=verification.citations if verification is not None else [],
     )
@@ -599,9 +597,15 @@ def run_record(state: RunState, timings: dict[str, int]) -> RunRecord:
         answer=state.answer,
         sources=state.sources,
         citations_dropped=state.citations_dropped,
-        market_values=market_values(_market_payloads(state)),
-        fact_values=_fact_values(state),
+        numbers=state.numbers,
     )
+
+
+def judge_answer(state: RunState) -> None:
+    """Check the final answer's numbers and sum up the run's confidence, once: the note under the answer
+    and the summary (its signals included) both read them from the state."""
+    state.numbers = number_check(state)
+    state.confidence = run_confidence(state.trace, state.config.confidence_threshold)
 
 
 def number_check(state: RunState) -> NumberCheck:
@@ -611,11 +615,15 @@ def number_check(state: RunState) -> NumberCheck:
 
 
 def _market_payloads(state: RunState) -> list[dict]:
-    payloads = [*state.market_payloads]
+    return [*state.market_payloads, *(payload for _, payload in _market_results(state))]
+
+
+def _market_results(state: RunState) -> Iterator[tuple[str, dict]]:
+    """Each market-data tool result of the findings: the URL its source cites, and its payload."""
     for finding in state.findings:
         if finding.market_data is not None:
-            payloads.extend(result.data for result in finding.market_data.results)
-    return payloads
+            for result in finding.market_data.results:
+                yield clean_url(result.url), result.data
 
 
 def _fact_values(state: RunState) -> list[float]:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from datascraper.errors import DeadlineExceeded
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
-from datascraper.quality_logger import SpeculationOutcome
+from datascraper.quality_logger import NumberCheck, SpeculationOutcome
 from datascraper.research_engine.periods import market_data_request
 from datascraper.schemas import (
     ChartEvent,
@@ -26,6 +26,7 @@ from datascraper.schemas import (
     PlannedSubQuestion,
     ResearchQuery,
     Route,
+    RunConfidence,
     Source,
     StopReason,
     SubQuestion,
@@ -241,6 +242,9 @@ class RunState:
     gap_detector_fallback: str | None = None
     answer: str = ""
     answer_note: str = ""  # shown under the answer: untraced market-data numbers, a low-confidence warning
+    # Judged once the answer is final (`pipeline.judge_answer`), for the note under it and the summary.
+    numbers: NumberCheck = field(default_factory=NumberCheck)  # its numbers cited to market data, checked
+    confidence: RunConfidence | None = None  # the rounds' evidence summed up; None without rounds
     sources: list[Source] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)  # figures computed from the market data, for the answer
     charts: list[ChartEvent] = field(default_factory=list)  # drawn from the market data, sent before the answer

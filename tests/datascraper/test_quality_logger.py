@@ -112,6 +112,7 @@ def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
     ledger = UsageLedger()
     ledger.record("gpt-5-mini", ModelUsage(calls=2, input_tokens=100, output_tokens=20, reasoning_tokens=8))
     ledger.record("gpt-5.2-chat-latest", ModelUsage(calls=3, input_tokens=300, output_tokens=90))
+    answer, sources = "AAPL trades at $196.45 [1]; Reuters agrees [2].", [YAHOO, REUTERS, WWW_REUTERS]
     record = RunRecord(
         requested_mode="auto",
         mode="research",
@@ -128,9 +129,9 @@ def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
         stop_reason="threshold",
         timings={"total_ms": 1200},
         usage=ledger,
-        answer="AAPL trades at $196.45 [1]; Reuters agrees [2].",
-        sources=[YAHOO, REUTERS, WWW_REUTERS],
-        market_values=market_values([QUOTE]),
+        answer=answer,
+        sources=sources,
+        numbers=check_numbers(answer, sources, market_values([QUOTE])),
     )
 
     signals = compute_signals(record)
