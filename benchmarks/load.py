@@ -21,7 +21,8 @@ Figures:
 - run time, from the POST of the question to the terminal event: p50 and p95 under load, beside the
   unloaded run time (median of three runs alone). Target: p50 at most 2x the unloaded time.
 - `GET /api/conversations`: p50 and p99 while the load runs (one request at a time, every 100 ms), beside
-  its unloaded p50. Target: p99 at most 50 ms.
+  its unloaded p50, and the slowest GET sent in each second of the load (all clients start at once, so
+  the first seconds carry their POSTs and stream openings). Target: p99 at most 50 ms.
 - SQL transactions per run event delivered (PostgreSQL: the change of `xact_commit + xact_rollback` in
   `pg_stat_database` from before the load to the app's exit after it, less the probes' share, measured
   alone beforehand; "n/a" on SQLite). No target: the trend.
@@ -506,13 +507,23 @@ async def timed_get(http: httpx2.AsyncClient, base_url: str) -> tuple[float, int
 @dataclass
 class Probes:
     seconds: list[float] = field(default_factory=list)
+    started_s: list[float] = field(default_factory=list)  # when each probe was sent, from the load's start
     failures: Counter[int] = field(default_factory=Counter)
+
+    def slowest_by_second(self) -> str:
+        """The slowest probe sent in each second of the load: where the latency comes from."""
+        slowest: dict[int, float] = {}
+        for started, seconds in zip(self.started_s, self.seconds):
+            slowest[int(started)] = max(slowest.get(int(started), 0.0), seconds)
+        return ", ".join(f"{second} s: {ms * 1000:.0f}" for second, ms in sorted(slowest.items()))
 
 
 async def probe_until(http: httpx2.AsyncClient, base_urls: Sequence[str], done: asyncio.Event) -> Probes:
     probes = Probes()
     n = 0
+    load_started = time.perf_counter()
     while not done.is_set():
+        probes.started_s.append(time.perf_counter() - load_started)
         seconds, status = await timed_get(http, base_urls[n % len(base_urls)])
         n += 1
         probes.seconds.append(seconds)
@@ -711,6 +722,7 @@ def report(options: Options, result: LoadResult) -> None:
         print(f"GET /api/conversations under load: p50 {p50_ms:.0f} ms, p99 {p99_ms:.0f} ms (n={len(probes.seconds)}"
               f"{'; ' + failed if failed else ''}); unloaded p50 {alone_ms:.1f} ms "
               f"(target p99 <= {PROBE_P99_TARGET_MS:g} ms: {verdict(p99_ms <= PROBE_P99_TARGET_MS and not failed)})")
+        print(f"  slowest GET sent in each second of the load, ms: {probes.slowest_by_second()}")
 
     events = sum(o.events for o in outcomes)
     if result.xacts is not None:

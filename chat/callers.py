@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware, get_token
@@ -107,8 +106,3 @@ def resolve_caller_sync(request: HttpRequest) -> Caller:
         return Caller(user_id=user.pk)
     _check_csrf(request)
     return _session_caller(request)
-
-
-async def resolve_caller(request: HttpRequest) -> Caller:
-    """Resolve the caller once per request; the ORM and session work run off the event loop."""
-    return await sync_to_async(resolve_caller_sync)(request)

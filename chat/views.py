@@ -7,8 +7,6 @@ from datetime import timedelta
 from collections.abc import AsyncIterator
 from functools import partial
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 from django.utils import timezone
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -16,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from chat import selectors
 from chat.callers import AuthenticationFailed, resolve_caller_sync
+from chat.db_calls import db_call
 from chat.event_store import get_event_store
 from chat.events import OPENING, TERMINAL_EVENTS, InvalidLastEventId, parse_last_event_id, stream_run_events
 from chat.models import ResearchRun
@@ -35,16 +34,13 @@ def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
 
 
 def _run_of_caller(request: HttpRequest, run_id: str) -> ResearchRun | None:
-    """The caller's run (None if it is not theirs); then the connection goes back at once, so an open
-    stream holds none for its whole life."""
+    """The caller's run (None if it is not theirs). On a database thread, which hands the connection
+    back after the call, so an open stream holds none for its whole life."""
+    caller = resolve_caller_sync(request)
     try:
-        caller = resolve_caller_sync(request)
-        try:
-            return selectors.run_for(caller, uuid.UUID(run_id))
-        except ValueError:
-            return None
-    finally:
-        close_old_connections()
+        return selectors.run_for(caller, uuid.UUID(run_id))
+    except ValueError:
+        return None
 
 
 async def _opening_only() -> AsyncIterator[str]:
@@ -67,7 +63,7 @@ async def _nothing_more(run: ResearchRun, last_id: int, current: int) -> bool:
 async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's events as SSE. Ownership is checked here, before the library sees the channel."""
     try:
-        run = await sync_to_async(_run_of_caller)(request, run_id)
+        run = await db_call(_run_of_caller, request, run_id)
     except AuthenticationFailed as exc:
         return _error(401, "unauthorized", str(exc))
     if run is None:

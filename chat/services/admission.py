@@ -18,7 +18,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Min, QuerySet
@@ -27,6 +26,7 @@ from django.utils import timezone
 from django_ratelimit.core import get_usage
 
 from chat.callers import Caller
+from chat.db_calls import db_call
 from chat.models import ResearchRun
 from chat.services.runs import reap_if_orphaned
 
@@ -53,7 +53,6 @@ def owner_key(caller: Caller) -> str:
     return f"user:{caller.user_id}" if caller.user_id is not None else f"session:{caller.session_key}"
 
 
-@sync_to_async
 def _count_request(request: HttpRequest, caller: Caller, group: str, rate: str) -> int | None:
     """Count this request in the owner's current window: seconds until the window ends if over `rate`."""
     try:
@@ -67,19 +66,20 @@ def _count_request(request: HttpRequest, caller: Caller, group: str, rate: str) 
     return max(1, usage["time_left"])
 
 
-async def _check_rate(request: HttpRequest, caller: Caller, group: str, rate: str | None, what: str) -> None:
+def _check_rate(request: HttpRequest, caller: Caller, group: str, rate: str | None, what: str) -> None:
     if rate is None:
         return
-    retry_after_s = await _count_request(request, caller, group, rate)
+    retry_after_s = _count_request(request, caller, group, rate)
     if retry_after_s is not None:
         raise AdmissionRefused(
             "rate_limited", f"Too many {what} (the limit is {rate}); try again in {retry_after_s} s.", retry_after_s
         )
 
 
-async def check_api_rate(request: HttpRequest, caller: Caller) -> None:
-    """Count one JSON API request of the owner; AdmissionRefused when over `CHAT_API_RATE_LIMIT`."""
-    await _check_rate(request, caller, API_REQUESTS, settings.CHAT_API_RATE_LIMIT, "requests")
+def check_api_rate(request: HttpRequest, caller: Caller) -> None:
+    """Count one JSON API request of the owner; AdmissionRefused when over `CHAT_API_RATE_LIMIT`. It
+    blocks on the cache (Redis): call it off the event loop."""
+    _check_rate(request, caller, API_REQUESTS, settings.CHAT_API_RATE_LIMIT, "requests")
 
 
 def _in_flight(caller: Caller) -> QuerySet[ResearchRun]:
@@ -88,13 +88,13 @@ def _in_flight(caller: Caller) -> QuerySet[ResearchRun]:
 
 async def _check_runs_in_flight(caller: Caller) -> None:
     cap = settings.CHAT_MAX_CONCURRENT_RUNS
-    if not cap or await _in_flight(caller).acount() < cap:
+    if not cap or await db_call(_in_flight(caller).count) < cap:
         return
     # A run whose process died stays `running` until someone looks at it; look now, so it frees its slot.
-    run_ids = [run_id async for run_id in _in_flight(caller).values_list("id", flat=True)]
+    run_ids = await db_call(lambda: list(_in_flight(caller).values_list("id", flat=True)))
     for run_id in run_ids:
         await reap_if_orphaned(run_id)
-    if await _in_flight(caller).acount() < cap:
+    if await db_call(_in_flight(caller).count) < cap:
         return
     raise AdmissionRefused(
         "too_many_runs",
@@ -111,7 +111,7 @@ async def admit_question(request: HttpRequest, caller: Caller) -> None:
     take the owner one run over the cap, which is harmless for a limit that protects capacity.
     """
     await _check_runs_in_flight(caller)
-    await _check_rate(request, caller, QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
+    await db_call(_check_rate, request, caller, QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
 
 
 # --- what staff see -------------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""Django's middleware run their hooks on the event loop, and still do everything Django's do."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+from asgiref.sync import SyncToAsync
+from django.contrib.auth import get_user_model
+from django.utils.deprecation import MiddlewareMixin
+
+from chat.models import Conversation
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def hops(monkeypatch) -> list[object]:
+    """What the app hands to sync_to_async, in this process."""
+    handed: list[object] = []
+    original = SyncToAsync.__init__
+
+    def recording(self, func, *args, **kwargs):
+        handed.append(func)
+        original(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__init__", recording)
+    return handed
+
+
+async def test_an_api_request_runs_no_middleware_hook_in_a_thread(api, hops):
+    response = await api.get("/api/conversations")
+
+    assert response.status_code == 200
+    hooks = [func for func in hops if isinstance(getattr(func, "__self__", None), MiddlewareMixin)]
+    assert hooks == []
+    # The hooks did run: each middleware's header is there.
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "same-origin"
+    assert response.headers["Cross-Origin-Opener-Policy"] == "same-origin"
+
+
+def test_a_session_login_and_an_admin_message_are_saved_through_the_asgi_app(live_server_url, transactional_db):
+    """The session's save and the messages' storage are the hooks that need the database: they still run."""
+    root = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    conversation = Conversation.objects.create(user=root, title="Apple")
+    with httpx2.Client(base_url=live_server_url, timeout=20) as browser:
+        login_page = browser.get("/admin/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page.text).group(1)
+        logged_in = browser.post(
+            "/admin/login/?next=/admin/",
+            data={"username": "root", "password": "pw", "csrfmiddlewaretoken": token},
+            headers={"Referer": f"{live_server_url}/admin/login/"},
+        )
+        assert logged_in.status_code == 302 and logged_in.headers["Location"] == "/admin/"
+
+        delete_url = f"/admin/chat/conversation/{conversation.pk}/delete/"
+        confirm = browser.get(delete_url)
+        assert confirm.status_code == 200  # the session kept the login
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', confirm.text).group(1)
+        deleted = browser.post(
+            delete_url,
+            data={"post": "yes", "csrfmiddlewaretoken": token},
+            headers={"Referer": f"{live_server_url}{delete_url}"},
+        )
+        assert deleted.status_code == 302, deleted.text[:500]
+        changelist = browser.get(deleted.headers["Location"])
+
+    assert "was deleted successfully" in changelist.text
+    assert not Conversation.objects.filter(pk=conversation.pk).exists()
+
+
+def test_the_deploy_checks_still_see_through_our_middleware():
+    """Django's HSTS check depends on finding SecurityMiddleware: with ours in its place it still runs."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    environment.update(
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_ALLOWED_HOSTS="example.com",
+        DJANGO_HSTS_SECONDS="0",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "security.W004" in result.stderr
