@@ -54,21 +54,26 @@ class HopCounter:
 
         from chat import db_calls
 
-        original_init, original_call = SyncToAsync.__init__, db_calls.db_call
+        original_init = SyncToAsync.__init__
         counter = self
 
         def counting_init(self, *args, **kwargs):
             counter.hops += 1
             original_init(self, *args, **kwargs)
 
-        async def counting_call(*args, **kwargs):
-            counter.hops += 1
-            return await original_call(*args, **kwargs)
+        def counting(original):
+            async def counting_call(*args, **kwargs):
+                counter.hops += 1
+                return await original(*args, **kwargs)
+
+            return counting_call
 
         SyncToAsync.__init__ = counting_init
-        for module in (sys.modules[name] for name in list(sys.modules) if name.startswith("chat.")):
-            if getattr(module, "db_call", None) is original_call:
-                module.db_call = counting_call
+        for name in ("db_call", "request_db_call"):
+            original, replacement = getattr(db_calls, name), counting(getattr(db_calls, name))
+            for module in (sys.modules[m] for m in list(sys.modules) if m.startswith("chat.")):
+                if getattr(module, name, None) is original:
+                    setattr(module, name, replacement)
 
 
 async def measure(label: str, client, headers: dict[str, str], options: argparse.Namespace, hops: HopCounter) -> None:

@@ -14,7 +14,7 @@ from ninja.security.http import HttpAuthBase
 
 from chat import selectors
 from chat.callers import AuthenticationFailed, Caller, CsrfFailed, resolve_caller_sync
-from chat.db_calls import db_call
+from chat.db_calls import request_db_call
 from chat.models import Conversation, ResearchRun
 from chat.schemas import (
     Accepted,
@@ -55,7 +55,7 @@ class CallerAuth(HttpAuthBase):
 
     async def __call__(self, request: HttpRequest) -> Caller:
         # One trip off the event loop for the key or session lookup and the rate count.
-        return await db_call(_authenticate, request)
+        return await request_db_call(_authenticate, request)
 
 
 def _authenticate(request: HttpRequest) -> Caller:
@@ -172,14 +172,14 @@ def _not_found(kind: str) -> ApiError:
 
 
 async def _conversation_or_404(caller: Caller, conversation_id: uuid.UUID) -> Conversation:
-    conversation = await db_call(selectors.conversation_for, caller, conversation_id)
+    conversation = await request_db_call(selectors.conversation_for, caller, conversation_id)
     if conversation is None:
         raise _not_found("conversation")
     return conversation
 
 
 async def _run_or_404(caller: Caller, run_id: uuid.UUID) -> ResearchRun:
-    run = await db_call(selectors.run_for, caller, run_id)
+    run = await request_db_call(selectors.run_for, caller, run_id)
     if run is None:
         raise _not_found("run")
     return run
@@ -190,7 +190,7 @@ ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: Error
 
 @api.post("/conversations", response={201: ConversationOut, **ERRORS}, tags=["conversations"])
 async def create_conversation_view(request: HttpRequest, payload: ConversationIn | None = None):
-    conversation = await db_call(create_conversation, request.auth, title=payload.title if payload else "")
+    conversation = await request_db_call(create_conversation, request.auth, title=payload.title if payload else "")
     return Status(201, ConversationOut.model_validate(conversation, from_attributes=True))
 
 
@@ -198,13 +198,13 @@ async def create_conversation_view(request: HttpRequest, payload: ConversationIn
 async def list_conversations(request: HttpRequest, limit: int = 50, offset: int = 0):
     limit = max(1, min(limit, 200))
     queryset = selectors.conversations_for(request.auth)[max(offset, 0) : max(offset, 0) + limit]
-    return [ConversationOut.model_validate(c, from_attributes=True) for c in await db_call(list, queryset)]
+    return [ConversationOut.model_validate(c, from_attributes=True) for c in await request_db_call(list, queryset)]
 
 
 @api.get("/conversations/{conversation_id}", response={200: ConversationDetailOut, **ERRORS}, tags=["conversations"])
 async def get_conversation(request: HttpRequest, conversation_id: uuid.UUID):
     conversation = await _conversation_or_404(request.auth, conversation_id)
-    messages = await db_call(selectors.messages_of, conversation)
+    messages = await request_db_call(selectors.messages_of, conversation)
     return ConversationDetailOut(
         id=conversation.id,
         title=conversation.title,
@@ -222,7 +222,7 @@ async def get_conversation(request: HttpRequest, conversation_id: uuid.UUID):
 async def post_message(request: HttpRequest, conversation_id: uuid.UUID, payload: MessageIn):
     conversation = await _conversation_or_404(request.auth, conversation_id)
     await admit_question(request, request.auth)
-    run = await db_call(
+    run = await request_db_call(
         post_user_message,
         conversation, content=payload.content, mode=payload.mode, timezone=payload.timezone or ""
     )

@@ -3,8 +3,9 @@
 Runs and event streams live on the event loop for minutes; the ORM is synchronous. asgiref's
 `sync_to_async` would run their queries on per-request threads, each keeping a database connection for as
 long as its request lives (an SSE stream: its whole life). Here every call borrows one of a few threads,
-so a process holds at most `DB_THREADS` connections for runs and streams however many are open, and on
-PostgreSQL each call hands its connection back to the pool when it is done.
+so a process holds at most `DB_THREADS` connections for runs and streams however many are open, plus
+`REQUEST_THREADS` for API requests, and on PostgreSQL each call hands its connection back to the pool when
+it is done.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ T = TypeVar("T")
 DB_THREADS = int(os.environ.get("DB_THREADS") or (8 if settings.IS_POSTGRES else 1))
 
 _executor = ThreadPoolExecutor(max_workers=DB_THREADS, thread_name_prefix="db")
+# API requests get threads of their own: a cheap GET must not wait behind the runs' event writes (on SQLite
+# one thread's queue, hundreds deep under load; WAL lets these reads run beside that writer).
+REQUEST_THREADS = 2
+_request_executor = ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="db-request")
 
 
 def _call(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -41,7 +46,13 @@ def _call(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 
 
 async def db_call(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """`function(*args, **kwargs)` on a database thread. A cancel returns at once; a query already running
-    finishes on its thread (each call is one short transaction at most)."""
+    """`function(*args, **kwargs)` on a database thread, for runs and streams. A cancel returns at once; a
+    query already running finishes on its thread (each call is one short transaction at most)."""
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_executor, functools.partial(_call, function, *args, **kwargs))
+
+
+async def request_db_call(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """The same for an API request's own work (the caller, admission, the view's query or write)."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_request_executor, functools.partial(_call, function, *args, **kwargs))

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from chat.callers import Caller, bearer_token
-from chat.db_calls import db_call
+from chat.db_calls import request_db_call
 from chat.models import ResearchRun
 from chat.schemas import MAX_QUESTION_CHARS
 from chat.services.admission import AdmissionRefused, admit_question
@@ -130,7 +130,7 @@ async def authenticate(request: HttpRequest) -> Caller:
     token = bearer_token(request)
     if not token:
         raise OpenAIError(401, "Missing API key: send 'Authorization: Bearer <key>'.", code="invalid_api_key")
-    user = await db_call(authenticate_api_key, token)
+    user = await request_db_call(authenticate_api_key, token)
     if user is None:
         raise OpenAIError(401, "The API key is revoked or unknown.", code="invalid_api_key")
     return Caller(user_id=user.pk)
@@ -392,7 +392,7 @@ async def _store_and_start(caller: Caller, *, history: list[ChatTurn], question:
     it stored is then ended at once, instead of being left queued (or answered by a worker) for nobody.
     """
     storing = asyncio.ensure_future(
-        db_call(start_completion, caller, history=history, question=question, mode=mode)
+        request_db_call(start_completion, caller, history=history, question=question, mode=mode)
     )
     try:
         run = await asyncio.shield(storing)

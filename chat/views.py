@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 
 from chat import selectors
 from chat.callers import AuthenticationFailed, resolve_caller_sync
-from chat.db_calls import db_call
+from chat.db_calls import request_db_call
 from chat.event_store import get_event_store
 from chat.events import OPENING, TERMINAL_EVENTS, InvalidLastEventId, parse_last_event_id, stream_run_events
 from chat.models import ResearchRun
@@ -63,7 +63,7 @@ async def _nothing_more(run: ResearchRun, last_id: int, current: int) -> bool:
 async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's events as SSE. Ownership is checked here, before the library sees the channel."""
     try:
-        run = await db_call(_run_of_caller, request, run_id)
+        run = await request_db_call(_run_of_caller, request, run_id)
     except AuthenticationFailed as exc:
         return _error(401, "unauthorized", str(exc))
     if run is None:

@@ -26,7 +26,7 @@ from django.utils import timezone
 from django_ratelimit.core import get_usage
 
 from chat.callers import Caller
-from chat.db_calls import db_call
+from chat.db_calls import request_db_call
 from chat.models import ResearchRun
 from chat.services.runs import reap_if_orphaned
 
@@ -88,13 +88,13 @@ def _in_flight(caller: Caller) -> QuerySet[ResearchRun]:
 
 async def _check_runs_in_flight(caller: Caller) -> None:
     cap = settings.CHAT_MAX_CONCURRENT_RUNS
-    if not cap or await db_call(_in_flight(caller).count) < cap:
+    if not cap or await request_db_call(_in_flight(caller).count) < cap:
         return
     # A run whose process died stays `running` until someone looks at it; look now, so it frees its slot.
-    run_ids = await db_call(lambda: list(_in_flight(caller).values_list("id", flat=True)))
+    run_ids = await request_db_call(lambda: list(_in_flight(caller).values_list("id", flat=True)))
     for run_id in run_ids:
         await reap_if_orphaned(run_id)
-    if await db_call(_in_flight(caller).count) < cap:
+    if await request_db_call(_in_flight(caller).count) < cap:
         return
     raise AdmissionRefused(
         "too_many_runs",
@@ -111,7 +111,7 @@ async def admit_question(request: HttpRequest, caller: Caller) -> None:
     take the owner one run over the cap, which is harmless for a limit that protects capacity.
     """
     await _check_runs_in_flight(caller)
-    await db_call(_check_rate, request, caller, QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
+    await request_db_call(_check_rate, request, caller, QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
 
 
 # --- what staff see -------------------------------------------------------------------------------------
