@@ -3,8 +3,8 @@
 Under ASGI, `MiddlewareMixin` runs every `process_request`, `process_view` and `process_response` through
 `sync_to_async`: for Django's usual stack that is 13 thread hops per request, each a round trip through the
 event loop and a thread that the request starts for itself. Under load the loop is busy with runs and
-streams, so a request waited for it 13 times (measured: about 6 ms of CPU for one `GET /api/conversations`,
-and seconds of latency at 200 runs). The hooks of these middleware only read and write the request and the
+streams, so a request waited for it 13 times (`benchmarks/request_cpu.py`: with the per-request threads of
+the API's own queries, 16 round trips and about 9 ms of CPU for one `GET /api/conversations`; now 4 and 4). The hooks of these middleware only read and write the request and the
 response in memory, so here they run inline. The two that can touch the database do so in a thread, as
 before, and only when they must: the session when it was changed and has to be saved, the messages when
 some were added or read. Served synchronously (the test client, WSGI) they behave exactly as Django's.
