@@ -34,10 +34,12 @@ def test_production_with_a_secret_key_starts():
     assert result.stdout.strip() == "False"
 
 
-def test_production_settings_pass_the_deploy_checks():
+def deploy_checks(**env: str) -> subprocess.CompletedProcess[str]:
+    """`manage.py check --deploy` with production settings, failing on warnings."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
     environment.update(DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(50), DJANGO_ALLOWED_HOSTS="example.com")
-    result = subprocess.run(
+    environment.update(env)
+    return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env=environment,
@@ -46,7 +48,20 @@ def test_production_settings_pass_the_deploy_checks():
         timeout=60,
     )
 
+
+def test_production_settings_pass_the_deploy_checks():
+    result = deploy_checks()
+
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_deploy_checks_still_see_through_our_middleware():
+    """Django's HSTS check depends on finding SecurityMiddleware: with ours in its place (config/middleware.py)
+    it still runs."""
+    result = deploy_checks(DJANGO_HSTS_SECONDS="0")
+
+    assert result.returncode != 0
+    assert "security.W004" in result.stderr
 
 
 def test_invalid_research_settings_stop_the_app_at_start():
