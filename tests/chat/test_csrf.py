@@ -11,6 +11,7 @@ import pytest
 
 from chat.models import Conversation, Message, ResearchRun
 from tests.fakes.openai_server import TextReply
+from tests.sse import read_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,6 +103,10 @@ async def test_a_session_post_with_the_pages_token_is_accepted(browser, fake_ope
 
     assert accepted.status_code == 202
     assert await Message.objects.filter(role="user", content="How did Apple do?").acount() == 1
+    # The session can watch its run; reading it to its end also keeps the run from writing while the
+    # next test's database flush runs.
+    events = await read_events(browser, accepted.json()["events_url"])
+    assert events[-1].type == "done"
 
 
 @pytest.mark.parametrize(
