@@ -43,7 +43,6 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import signal
 import socket
 import statistics
@@ -97,6 +96,20 @@ WARM_UP_TIMEOUT_S = 60.0
 CONTROL_EVENTS = {"stream-open", "keep-alive"}
 ADMIN_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS_URL = "redis://127.0.0.1:6379/14"
+# The app's settings in every benchmark: production's, with what would distort a measurement out of the
+# way (rate limits, citation checks of the fake's cited pages, which do not exist, info logging).
+APP_SETTINGS = {
+    "OPENAI_API_KEY": "bench-key",
+    "DJANGO_DEBUG": "0",  # production settings; DEBUG would also keep every query in memory
+    "DJANGO_SECRET_KEY": "bench-" + "x" * 50,
+    "DJANGO_SECURE_SSL_REDIRECT": "0",
+    "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "CHAT_RATE_LIMIT": "off",
+    "CHAT_API_RATE_LIMIT": "off",
+    "CHAT_MAX_CONCURRENT_RUNS": "100000",
+    "CITATION_VERIFY": "0",
+    "LOG_LEVEL": "WARNING",
+}
 
 
 # --- the fake upstream --------------------------------------------------------------------------------------
@@ -571,21 +584,12 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
 def app_environment(options: Options, database: Database, fake: FakeOpenAIServer, market_data_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update(
+        APP_SETTINGS,
         DATABASE_URL=database.url,
         REDIS_URL=REDIS_URL if options.redis else "",  # empty, not unset: a .env file must not turn it on
         RUNS_BACKEND=options.backend,
         OPENAI_BASE_URL=fake.base_url,
-        OPENAI_API_KEY="bench-key",
         MARKET_DATA_MCP_URL=market_data_url,
-        DJANGO_DEBUG="0",  # production settings; DEBUG would also keep every query in memory
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-        DJANGO_SECURE_SSL_REDIRECT="0",
-        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-        CHAT_RATE_LIMIT="off",
-        CHAT_API_RATE_LIMIT="off",
-        CHAT_MAX_CONCURRENT_RUNS="100000",
-        CITATION_VERIFY="0",
-        LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
     )
     return env

@@ -23,21 +23,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from load import APP_SETTINGS  # noqa: E402
 
 WARM_UP_REQUESTS = 50
 
 
 def configure(tmp: str) -> None:
     os.environ.update(
+        APP_SETTINGS,
         DJANGO_SETTINGS_MODULE="config.settings",
         DATABASE_URL=os.environ.get("DATABASE_URL") or f"sqlite:///{tmp}/db.sqlite3",
         REDIS_URL=os.environ.get("REDIS_URL", ""),
-        OPENAI_API_KEY="bench-key",
-        DJANGO_DEBUG="0",
-        DJANGO_SECRET_KEY="bench-" + "x" * 50,
         DJANGO_ALLOWED_HOSTS="testserver",
-        DJANGO_SECURE_SSL_REDIRECT="0",
-        LOG_LEVEL="WARNING",
         MARKET_DATA_WARM_START="0",
         CHAT_API_RATE_LIMIT="1000000/m",  # counted as in production, never reached
     )

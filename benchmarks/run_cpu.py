@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from load import REDIS_URL, YAHOO_S, Children, free_port, question, run_events, script_upstream, wait_for_port  # noqa: E402
+from load import APP_SETTINGS, REDIS_URL, YAHOO_S, Children, free_port, question, run_events, script_upstream, wait_for_port  # noqa: E402
 
 WARM_UP_RUNS = 2
 
@@ -335,22 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         children.start("market-data", ["-m", "tests.fakes.market_data_launcher", "--http", "--port",
                                        str(market_port), "--latency", str(YAHOO_S)], dict(os.environ))
         os.environ.update(
+            APP_SETTINGS,
             DJANGO_SETTINGS_MODULE="config.settings",
             DATABASE_URL=options.database_url or f"sqlite:///{tmp}/db.sqlite3",
             REDIS_URL=options.redis,
             RUNS_BACKEND="inprocess",
             OPENAI_BASE_URL=base_url,
-            OPENAI_API_KEY="bench-key",
             MARKET_DATA_MCP_URL=f"http://127.0.0.1:{market_port}/mcp",
-            DJANGO_DEBUG="0",
-            DJANGO_SECRET_KEY="bench-" + "x" * 50,
-            CITATION_VERIFY="0",
-            LOG_LEVEL="WARNING",
-            DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-            DJANGO_SECURE_SSL_REDIRECT="0",
-            CHAT_RATE_LIMIT="off",
-            CHAT_API_RATE_LIMIT="off",
-            CHAT_MAX_CONCURRENT_RUNS="100000",
         )
         import django
         from django.core.management import call_command
