@@ -3,9 +3,9 @@
 The pages an answer cites are addresses a model wrote, so the server must not be made to read its own
 network through them (an admin page on localhost, a cloud metadata address). Every hop's host is
 resolved here and every address it resolves to must be public: loopback, private, link-local, reserved,
-multicast, unspecified and other non-global ranges (IPv4 and IPv6, IPv4-mapped IPv6 judged as IPv4) are
-refused, unless CITATION_FETCH_ALLOW_PRIVATE=1 (tests against local servers; the rule is a parameter
-of the fetcher, so a test can also let one local server count as public). The request then goes to
+multicast, unspecified and other non-global ranges (IPv4 and IPv6; IPv4-mapped and 6to4 IPv6 judged by
+their IPv4; site-local IPv6 and the 6to4 relays) are refused, unless CITATION_FETCH_ALLOW_PRIVATE=1 (tests
+against local servers; the rule is a parameter of the fetcher, so a test can also let one local server count as public). The request then goes to
 the very address that was checked (the URL's host becomes it; the Host header and the TLS server name
 keep the name), so a DNS answer that changes between the check and the connection cannot slip a
 private address in. Redirects are not followed by the client: each `Location` is a new hop, checked the
@@ -53,10 +53,26 @@ class FetchedPage:
     truncated: bool  # the page went on past the size cap
 
 
+# 6to4 relay anycast (RFC 3068, deprecated by RFC 7526): a relay into someone's IPv6 network, never a page.
+_SIXTOFOUR_RELAYS = ipaddress.ip_network("192.88.99.0/24")
+
+
 def is_public(address: IPAddress) -> bool:
-    """Whether `address` may be fetched by default: globally routed, and none of the refused ranges."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Whether `address` may be fetched by default: globally routed, and none of the refused ranges.
+
+    An IPv6 address that carries an IPv4 one is judged by it: IPv4-mapped (`::ffff:a.b.c.d`) and 6to4
+    (`2002:AABB:CCDD::`, which a 6to4 router delivers to the embedded IPv4, `2002:7f00:1::` to 127.0.0.1).
+    Python calls some ranges global that no page lives on: site-local `fec0::/10` (deprecated, still
+    routed inside some networks) and the 6to4 relays' `192.88.99.0/24`.
+    """
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is not None:
+            return is_public(embedded)
+        if address.is_site_local:
+            return False
+    elif address in _SIXTOFOUR_RELAYS:
+        return False
     return address.is_global and not (
         address.is_loopback
         or address.is_private

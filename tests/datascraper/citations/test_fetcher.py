@@ -52,7 +52,26 @@ def test_loopback_private_link_local_reserved_and_multicast_addresses_are_not_pu
     assert not is_public(ipaddress.ip_address(address))
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:a00:1::1",  # 6to4 of 10.0.0.1
+        "2002:a9fe:a9fe::",  # 6to4 of 169.254.169.254, the cloud metadata address
+        "2002:c0a8:101::",  # 6to4 of 192.168.1.1
+        "fec0::1",  # site-local
+        "fed0:1234::5",
+        "192.88.99.1",  # the 6to4 relays
+        "2002:c058:6301::",  # 6to4 of a relay
+    ],
+)
+def test_6to4_addresses_are_judged_by_their_ipv4_and_site_local_and_relay_ranges_are_refused(address):
+    assert not is_public(ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"]
+)
 def test_global_addresses_are_public(address):
     assert is_public(ipaddress.ip_address(address))
 
