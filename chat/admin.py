@@ -12,9 +12,18 @@ class MessageInline(admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("id", "title", "user", "session_key", "updated_at")
+    """An anonymous conversation's `session_key` is its owner's live session cookie: whoever reads it can
+    act as that visitor, so the admin never shows it, only that the owner is an anonymous session."""
+
+    list_display = ("id", "title", "owner", "updated_at")
     search_fields = ("title", "user__username")
+    exclude = ("session_key",)
+    readonly_fields = ("owner",)
     inlines = [MessageInline]
+
+    @admin.display(description="owner")
+    def owner(self, conversation: Conversation) -> str:
+        return str(conversation.user) if conversation.user_id is not None else "anonymous session"
 
 
 @admin.register(Message)

@@ -23,3 +23,20 @@ def test_admin_lists_and_shows_each_model(client, model):
 
     assert client.get(base).status_code == 200
     assert client.get(f"{base}{instance.pk}/change/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_admin_never_shows_an_anonymous_owners_session_key(client):
+    """The session key is the visitor's live cookie: reading it is enough to act as them."""
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(admin)
+    session_key = "k3ysecretsessioncookievalue0001"
+    conversation = Conversation.objects.create(session_key=session_key, title="Anonymous question")
+
+    listing = client.get("/admin/chat/conversation/")
+    change_form = client.get(f"/admin/chat/conversation/{conversation.pk}/change/")
+
+    assert listing.status_code == change_form.status_code == 200
+    assert session_key not in listing.content.decode()
+    assert session_key not in change_form.content.decode()
+    assert "anonymous session" in listing.content.decode()
