@@ -117,19 +117,38 @@ class Fact(BaseModel):
     note: str | None = None
 
 
+# Cached input is billed at a tenth of the input price by the provider's current models, so it weighs a
+# tenth in a run's token budget.
+CACHED_INPUT_WEIGHT = 0.1
+
+
 class ModelUsage(BaseModel):
-    """Calls and tokens spent on one model."""
+    """Calls, tokens and hosted web searches spent on one model.
+
+    `cached_tokens` are part of `input_tokens` (the provider's own accounting), and `reasoning_tokens` part of
+    `output_tokens`; `web_search_calls` are billed per search, apart from tokens.
+    """
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    web_search_calls: int = 0
 
     def add(self, other: ModelUsage) -> None:
         self.calls += other.calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.reasoning_tokens += other.reasoning_tokens
+        self.cached_tokens += other.cached_tokens
+        self.web_search_calls += other.web_search_calls
+
+    @property
+    def budget_tokens(self) -> float:
+        """The tokens this usage counts for in a run's budget: cached input at its billed weight."""
+        fresh_input = self.input_tokens - self.cached_tokens
+        return fresh_input + self.cached_tokens * CACHED_INPUT_WEIGHT + self.output_tokens
 
 
 class UsageLedger(BaseModel):

@@ -260,9 +260,10 @@ class RunState:
         return self.rounds[-1].stop_reason if self.rounds else None
 
     @property
-    def tokens_used(self) -> int:
-        """Input and output tokens of every call so far (reasoning tokens are part of the output)."""
-        return sum(usage.input_tokens + usage.output_tokens for usage in self.ledger.by_model.values())
+    def tokens_used(self) -> float:
+        """Tokens of every call so far, as the budget counts them: reasoning tokens are part of the output,
+        cached input weighs what it is billed (`ModelUsage.budget_tokens`)."""
+        return sum(usage.budget_tokens for usage in self.ledger.by_model.values())
 
     @property
     def token_budget_spent(self) -> bool:
