@@ -12,15 +12,15 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from functools import wraps
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, model_validator
 
 from chat.callers import Caller, bearer_token
 from chat.db_calls import request_db_call
@@ -153,17 +153,122 @@ class TextPart(BaseModel):
     text: str
 
 
-class ChatMessage(BaseModel):
-    """One message of the request. Fields a research run has no use for (`name`, ...) are ignored."""
+class ImageUrl(BaseModel):
+    url: str
 
-    role: Literal["system", "developer", "user", "assistant"]
+
+class ImagePart(BaseModel):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+class InputAudio(BaseModel):
+    data: str
+    format: str
+
+
+class AudioPart(BaseModel):
+    type: Literal["input_audio"]
+    input_audio: InputAudio
+
+
+class FileRef(BaseModel):
+    file_id: str | None = None
+    file_data: str | None = None
+    filename: str | None = None
+
+
+class FilePart(BaseModel):
+    type: Literal["file"]
+    file: FileRef
+
+
+class RefusalPart(BaseModel):
+    type: Literal["refusal"]
+    refusal: str
+
+
+UserPart = Annotated[TextPart | ImagePart | AudioPart | FilePart, Field(discriminator="type")]
+AssistantPart = Annotated[TextPart | RefusalPart, Field(discriminator="type")]
+
+
+def _text_of(content: str | Sequence[BaseModel] | None) -> str:
+    """The text a research run can use: text parts joined; images, audio, files and refusals dropped."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content if isinstance(part, TextPart))
+
+
+class InstructionMessage(BaseModel):
+    """`system` or `developer`: accepted and dropped, since the research router writes its own instructions."""
+
+    role: Literal["system", "developer"]
     content: str | list[TextPart]
 
     @property
     def text(self) -> str:
-        if isinstance(self.content, str):
-            return self.content
-        return "\n".join(part.text for part in self.content)
+        return _text_of(self.content)
+
+
+class UserMessage(BaseModel):
+    role: Literal["user"]
+    content: str | list[UserPart]
+
+    @property
+    def text(self) -> str:
+        return _text_of(self.content)
+
+
+class AssistantTurnMessage(BaseModel):
+    """An earlier answer. As in OpenAI's API, `content` may be null when the turn called tools instead."""
+
+    role: Literal["assistant"]
+    content: str | list[AssistantPart] | None = None
+    tool_calls: list[dict[str, object]] | None = None
+    function_call: dict[str, object] | None = None
+
+    @model_validator(mode="after")
+    def _content_or_a_call(self) -> AssistantTurnMessage:
+        if self.content is None and not self.tool_calls and not self.function_call:
+            raise ValueError("an assistant message needs 'content' unless it has 'tool_calls' or 'function_call'")
+        return self
+
+    @property
+    def text(self) -> str:
+        return _text_of(self.content)
+
+
+class ToolResultMessage(BaseModel):
+    """What the client's own tool returned (`tool`, or the older `function`): kept as context of the
+    assistant's side, since the answer it fed may be what the next question is about."""
+
+    role: Literal["tool", "function"]
+    content: str | list[TextPart] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _names_its_call(self) -> ToolResultMessage:
+        if self.role == "tool" and (not self.tool_call_id or self.content is None):
+            raise ValueError("a tool message needs 'content' and 'tool_call_id'")
+        if self.role == "function" and not self.name:
+            raise ValueError("a function message needs 'name'")
+        return self
+
+    @property
+    def text(self) -> str:
+        result = _text_of(self.content).strip()
+        return f"Result of the client's tool {self.name or self.tool_call_id}: {result}" if result else ""
+
+
+ChatMessage = Annotated[
+    InstructionMessage | UserMessage | AssistantTurnMessage | ToolResultMessage, Field(discriminator="role")
+]
+"""One message of the request, as OpenAI's API accepts it; fields a research run has no use for (`name`,
+`audio`, ...) are ignored. An unknown role, an unknown content part, or a part missing its fields is a 400,
+as there."""
 
 
 class StreamOptions(BaseModel):
@@ -191,24 +296,48 @@ def parse_request(raw: bytes) -> ChatCompletionRequest:
     try:
         return ChatCompletionRequest.model_validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
+        errors = exc.errors()
+        if errors[0]["type"] == "json_invalid":
             raise OpenAIError(400, "We could not parse the JSON body of your request.") from exc
-        param = ".".join(str(part) for part in first["loc"]) or None
-        raise OpenAIError(400, f"{param}: {first['msg']}" if param else first["msg"], param=param) from exc
+        # A union reports one error per branch; the deepest one says what is wrong ("messages.0.content.0:
+        # unknown part type", not "content: not a string").
+        first = max(errors, key=lambda error: len(error["loc"]))
+        param = _param(first["loc"]) or None
+        message = first["msg"].removeprefix("Value error, ")
+        raise OpenAIError(400, f"{param}: {message}" if param else message, param=param) from exc
+
+
+_TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "function", "text", "image_url", "input_audio", "file", "refusal"})
+
+
+def _param(location: tuple[str | int, ...]) -> str:
+    """The request's path of a validation error: without the union branches pydantic names in it
+    ("messages.0.user.content.list[...].0.image_url.image_url" is "messages.0.content.0.image_url")."""
+    parts: list[str] = []
+    previous: str | int | None = None
+    for part in location:
+        branch = isinstance(part, str) and ("[" in part or part == "str" or (isinstance(previous, int) and part in _TAGS))
+        if not branch:
+            parts.append(str(part))
+        previous = part
+    return ".".join(parts)
 
 
 def split_conversation(messages: list[ChatMessage]) -> tuple[list[ChatTurn], str]:
-    """The earlier user/assistant turns and the question: the last message, which must be the user's.
+    """The earlier turns and the question: the last message, which must be the user's.
 
-    System and developer messages are dropped: the research router writes its own instructions.
+    System and developer messages are dropped: the research router writes its own instructions. Tool and
+    function results become assistant-side context; turns with no text left (an image alone, an assistant
+    turn that only called tools) are skipped.
     """
     last = len(messages) - 1
     if messages[last].role != "user":
         raise OpenAIError(400, "The last message must be a user message.", param=f"messages.{last}.role")
     question = messages[last].text.strip()
     if not question:
-        raise OpenAIError(400, "The question must not be empty.", param=f"messages.{last}.content")
+        raise OpenAIError(
+            400, "The question must have text (images, audio and files are not read).", param=f"messages.{last}.content"
+        )
     if len(question) > MAX_QUESTION_CHARS:
         raise OpenAIError(
             400, f"The question must be at most {MAX_QUESTION_CHARS} characters.", param=f"messages.{last}.content"
@@ -216,7 +345,7 @@ def split_conversation(messages: list[ChatMessage]) -> tuple[list[ChatTurn], str
     history: list[ChatTurn] = []
     for index, message in enumerate(messages[:last]):
         text = message.text.strip()
-        if message.role not in ("user", "assistant") or not text:
+        if isinstance(message, InstructionMessage) or not text:
             continue
         if len(text) > MAX_HISTORY_TURN_CHARS:
             raise OpenAIError(
@@ -224,7 +353,7 @@ def split_conversation(messages: list[ChatMessage]) -> tuple[list[ChatTurn], str
                 f"Earlier messages must be at most {MAX_HISTORY_TURN_CHARS} characters.",
                 param=f"messages.{index}.content",
             )
-        history.append(ChatTurn(role=message.role, content=text))
+        history.append(ChatTurn(role="user" if isinstance(message, UserMessage) else "assistant", content=text))
     return history, question
 
 

@@ -144,6 +144,42 @@ async def test_completion_is_stored_as_a_conversation_of_the_key_owner_with_its_
     assert [c["id"] for c in listed] == [str(conversation.id)]
 
 
+IMAGE_PART = {"type": "image_url", "image_url": {"url": "https://example.com/chart.png", "detail": "low"}}
+AUDIO_PART = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "portfolio", "arguments": "{}"}}
+
+
+async def test_requests_real_clients_send_are_answered_keeping_the_text_of_every_turn(sdk, fake_openai):
+    """Tool results, assistant turns that only called tools, and images or audio beside the text: what
+    agent frameworks and chat UIs send. The text is kept; what a research run cannot read is dropped."""
+    script_answer(fake_openai)
+    messages = [
+        {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "text", "text": "What do I hold?"}, IMAGE_PART]},
+        {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "AAPL 100 shares"},
+        {"role": "function", "name": "quote", "content": "AAPL 190.00"},
+        {"role": "assistant", "content": [{"type": "text", "text": "You hold 100 AAPL."}], "refusal": None},
+        {"role": "user", "content": [AUDIO_PART, {"type": "text", "text": "How did that stock do last quarter?"}], "name": "bob"},
+    ]
+
+    completion = await sdk.chat.completions.create(model="finance-research", messages=messages)
+
+    assert completion.choices[0].message.content == EXPECTED_TEXT + EXPECTED_SOURCES
+    stored = [(m.role, m.content) async for m in Message.objects.order_by("created_at")]
+    assert stored == [
+        ("user", "What do I hold?"),
+        ("assistant", "Result of the client's tool call_1: AAPL 100 shares"),
+        ("assistant", "Result of the client's tool quote: AAPL 190.00"),
+        ("assistant", "You hold 100 AAPL."),
+        ("user", "How did that stock do last quarter?"),
+        ("assistant", EXPECTED_TEXT),
+    ]
+    answering_call = [r for r in fake_openai.requests if r.has_web_search][-1]
+    assert "AAPL 100 shares" in answering_call.input_text
+    assert "Be brief." not in answering_call.input_text + answering_call.instructions
+
+
 async def test_mode_extension_field_reaches_the_run(sdk, fake_openai):
     script_answer(fake_openai)
 
@@ -284,9 +320,13 @@ async def test_unknown_model_is_a_404_in_openais_shape(api):
         {"model": "finance-research"},
         {"model": "finance-research", "messages": []},
         {"model": "finance-research", "messages": "hello"},
-        {"model": "finance-research", "messages": [{"role": "tool", "content": "42"}]},
+        {"model": "finance-research", "messages": [{"role": "robot", "content": "42"}, *QUESTION]},
         {"model": "finance-research", "messages": [{"role": "user", "content": 42}]},
         {"model": "finance-research", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+        {"model": "finance-research", "messages": [{"role": "user", "content": [{"type": "video", "video": {}}]}]},
+        {"model": "finance-research", "messages": [{"role": "assistant", "content": None}, *QUESTION]},
+        {"model": "finance-research", "messages": [{"role": "tool", "content": "42"}, *QUESTION]},
+        {"model": "finance-research", "messages": [{"role": "user", "content": [IMAGE_PART]}]},
         {"model": "finance-research", "messages": [*QUESTION, {"role": "assistant", "content": "Hi"}]},
         {"model": "finance-research", "messages": [{"role": "user", "content": "  \n "}]},
         {"model": "finance-research", "messages": [{"role": "user", "content": "x" * 8001}]},
@@ -298,7 +338,11 @@ async def test_unknown_model_is_a_404_in_openais_shape(api):
         "messages-not-a-list",
         "unknown-role",
         "content-not-text",
-        "image-content",
+        "image-part-without-its-image",
+        "unknown-part-type",
+        "assistant-null-content-without-tool-calls",
+        "tool-result-without-tool-call-id",
+        "question-without-text",
         "last-not-user",
         "empty-question",
         "question-too-long",
