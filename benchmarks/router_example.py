@@ -7,6 +7,10 @@ OpenAI server, scripted with the analyzer's decomposition, a complete gap report
 and the fake yfinance (anchored at 2025-06-13) behind the real MCP server and client. The plan's routing,
 the periods asked, the statements cut to them, the sources with their as-of dates, the charts and the
 computed figures are the code's own. Not a timing: it prints no figure for the performance table.
+
+`--brief` prints the same run as the README shows it, one line per thing a reader looks at (the plan, the
+round, the charts, the answer, the sources, their check, the facts); `tests/test_docs.py` runs it and
+fails when the README's block no longer matches.
 """
 
 from __future__ import annotations
@@ -21,7 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from datascraper.research_engine import run_research  # noqa: E402
-from datascraper.schemas import CheckpointEvent, GapReport, QueryAnalysis, ResearchQuery, RunSummary  # noqa: E402
+from datascraper.schemas import (  # noqa: E402
+    ChartEvent,
+    CheckpointEvent,
+    GapReport,
+    PlanEvent,
+    QueryAnalysis,
+    ResearchQuery,
+    RoundEvent,
+    RunSummary,
+)
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, sub  # noqa: E402
 from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
 from tests.fakes.openai_server import JsonReply, TextReply  # noqa: E402
@@ -44,7 +57,27 @@ ANSWER = [
 ]
 
 
-async def main() -> None:
+def print_brief(summary: RunSummary, plan: PlanEvent, rounds: list[RoundEvent], charts: list[ChartEvent]) -> None:
+    """The run as a reader scans it: what was planned and routed, what the code computed, what it cited."""
+    print(f"question: {QUESTION}")
+    for sub_question in plan.sub_questions:
+        print(f"plan:     {sub_question.id} {sub_question.type} -> {sub_question.route}: {sub_question.question}")
+    for round_ in rounds:
+        print(f"round {round_.n}:  complete={round_.complete} confidence={round_.confidence} stop={round_.stop_reason}")
+    for chart in charts:
+        print(f"chart:    {chart.id} {chart.kind} [{chart.source_n}] {chart.title} ({chart.unit}, as of {chart.as_of})")
+    print(f"answer:   {summary.answer}")
+    for source in summary.sources:
+        print(f"source:   [{source.n}] {source.title} (as of {source.as_of})")
+    for check in summary.verification:
+        print(f"check:    [{check.n}] {check.status}")
+    for fact in summary.facts:
+        value = f"{fact.value / 1e9:,.2f}B" if abs(fact.value) >= 1e9 else f"{fact.value:g}"
+        print(f"fact:     {fact.id} {fact.label} = {value} {fact.unit}")
+    print(f"numbers:  {json.dumps(summary.signals.get('numbers'))}")
+
+
+async def main(brief: bool) -> None:
     # The speculative web search is cancelled once the analyzer plans research: the fake server then logs
     # its write to the closed connection, which is expected here.
     logging.getLogger("asyncio").setLevel(logging.ERROR)
@@ -52,13 +85,20 @@ async def main() -> None:
         fake.script(JsonReply(ANALYSIS), when=is_analysis)
         fake.script(JsonReply(GapReport(complete=True, score=9, gaps=[], follow_up_queries=[])), when=is_gap_report)
         fake.script(TextReply(ANSWER), when=is_synthesis)
-        summary = None
+        summary, plan, rounds, charts = None, None, [], []
         async for event in run_research(ResearchQuery(question=QUESTION, mode="auto")):
             if isinstance(event, RunSummary):
                 summary = event
-            elif not isinstance(event, CheckpointEvent):  # stored for resumption, never sent
+                continue
+            plan = event if isinstance(event, PlanEvent) else plan
+            rounds += [event] if isinstance(event, RoundEvent) else []
+            charts += [event] if isinstance(event, ChartEvent) else []
+            if not brief and not isinstance(event, CheckpointEvent):  # checkpoints: stored for resumption, never sent
                 print(f"event: {event.type}\ndata: {json.dumps(event.payload(), ensure_ascii=False)}\n")
-        assert summary is not None
+        assert summary is not None and plan is not None
+        if brief:
+            print_brief(summary, plan, rounds, charts)
+            return
         print("GET /api/runs/{id} -> facts")
         for fact in summary.facts:
             print(json.dumps(fact.model_dump(mode="json"), ensure_ascii=False))
@@ -66,4 +106,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(brief="--brief" in sys.argv[1:]))
