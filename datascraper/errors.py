@@ -59,3 +59,43 @@ class DeadlineExceeded(ResearchError):
 
     code = "deadline_exceeded"
     default_message = "The research ran out of time before the answer could be finished."
+
+
+class ProviderAuthFailed(ResearchError):
+    """The provider refused the key (401): retrying cannot help, the operator must change it."""
+
+    code = "provider_auth_failed"
+    default_message = "The model provider rejected the configured API key: check OPENAI_API_KEY."
+
+
+class ProviderQuotaExceeded(ResearchError):
+    """The account has no credit left (429 `insufficient_quota`): unlike a rate limit, waiting does not help."""
+
+    code = "provider_quota_exceeded"
+    default_message = "The model provider's account has no credit left: check the plan and billing of OPENAI_API_KEY."
+
+
+class ModelUnavailable(ResearchError):
+    """The provider does not serve the configured model (404 `model_not_found`): shut down, misspelled, or not
+    available to this key. The message names the model and the setting that chose it."""
+
+    code = "model_unavailable"
+
+    def __init__(self, model: str, setting: str | None = None) -> None:
+        where = f"set {setting} to a current model" if setting else "choose a current model"
+        super().__init__(
+            f"The model '{model}' is not available from the model provider (it may have been shut down): {where}."
+        )
+        self.model = model
+        self.setting = setting
+
+
+class ModelRefused(ResearchError):
+    """The model declined to answer (a `refusal` instead of text). The refusal is the model's own words."""
+
+    code = "model_refused"
+    default_message = "The model declined to answer this question."
+
+
+# Failures of the account itself: no fallback can succeed where these failed, so a run ends with them at once.
+ACCOUNT_FAILURES: tuple[type[ResearchError], ...] = (ProviderNotConfigured, ProviderAuthFailed, ProviderQuotaExceeded)

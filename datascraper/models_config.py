@@ -46,8 +46,10 @@ class ResearchConfig(BaseModel):
 
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
-    planner_model: str = "gpt-5-mini"
-    research_model: str = "gpt-5.2-chat-latest"
+    # Live models with no shutdown announced (docs/providers.md says how they were chosen and are checked):
+    # a small, fast reasoning model plans; a current model with the hosted web search researches and writes.
+    planner_model: str = "gpt-5.4-mini"
+    research_model: str = "gpt-5.4"
     max_iterations: int = Field(default=3, ge=1, le=10)
     max_sub_questions: int = Field(default=5, ge=1, le=20)
     concurrency: int = Field(default=5, ge=1, le=50)
@@ -56,6 +58,8 @@ class ResearchConfig(BaseModel):
     max_retries: int = Field(default=2, ge=0, le=5)
     sub_question_timeout_s: float = Field(default=90.0, gt=0)
     market_data_timeout_s: float = Field(default=20.0, gt=0)
+    # After a web search times out, new ones fail at once for this long (`llm.breaker`), then one is tried.
+    breaker_cooldown_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
     # The market data MCP server: started as the process starts serving (else on the first call), and
     # probed every interval; one that does not answer a probe within the timeout is killed and restarted.
     market_data_warm_start: bool = True
@@ -122,6 +126,7 @@ class ResearchConfig(BaseModel):
             "max_retries": pick("RESEARCH_MAX_RETRIES"),
             "sub_question_timeout_s": pick("RESEARCH_SUB_QUESTION_TIMEOUT"),
             "market_data_timeout_s": pick("RESEARCH_MARKET_DATA_TIMEOUT"),
+            "breaker_cooldown_s": pick("RESEARCH_BREAKER_COOLDOWN"),
             "market_data_warm_start": pick("MARKET_DATA_WARM_START"),
             "market_data_warm_timeout_s": pick("MARKET_DATA_WARM_TIMEOUT"),
             "market_data_health_interval_s": pick("MARKET_DATA_HEALTH_INTERVAL"),
@@ -148,10 +153,3 @@ def get_research_config() -> ResearchConfig:
     """The process-wide configuration; tests call `get_research_config.cache_clear()` after changing env."""
     return ResearchConfig.from_env()
 
-
-def is_reasoning_model(model: str) -> bool:
-    """Reasoning models (o-series, gpt-5 family except `*-chat-*`) take `reasoning` and reject `temperature`."""
-    name = model.lower().rsplit("/", 1)[-1]
-    if "-chat" in name:
-        return False
-    return name.startswith(("o1", "o3", "o4", "gpt-5"))

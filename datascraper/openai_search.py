@@ -24,8 +24,8 @@ from openai import AsyncAPIResponse
 from pydantic import BaseModel
 
 from datascraper import prompts
-from datascraper.errors import ResearchError, StreamInterrupted, UpstreamError, UpstreamTimeout
-from datascraper.llm import get_openai_client, model_kwargs, translate_error, usage_from_response
+from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted, UpstreamError, UpstreamTimeout
+from datascraper.llm import breaker, get_openai_client, request_options, translate_error, usage_from_response
 from datascraper.models_config import get_research_config
 from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageLedger
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
@@ -237,6 +237,7 @@ class WebSearchStream:
         self._usage = ModelUsage(calls=1)
         self._complete = False
         self._started = False
+        self._refusal: list[str] = []
 
     @property
     def result(self) -> WebSearchResult:
@@ -268,12 +269,16 @@ class WebSearchStream:
         # turns an error status into its named exception; only the events are read here. `input` and
         # `tools` are plain JSON already and go as they are: as typed parameters, the SDK's request
         # transform walked them for about 0.4 ms of CPU per call.
+        body: dict[str, Any] = {"input": self._input()}
+        if self._web_search:
+            breaker.WEB_SEARCH.check()
+            body["tools"] = [WEB_SEARCH_TOOL]
         request = client.responses.with_streaming_response.create(
             model=self.model,
             instructions=self._instructions,
             stream=True,
-            extra_body={"input": self._input(), "tools": [WEB_SEARCH_TOOL] if self._web_search else []},
-            **model_kwargs(self.model, web_search=self._web_search),
+            extra_body=body,
+            **request_options(self.model, web_search=self._web_search),
         )
         failure: ResearchError | None = None
         cause: BaseException | None = None
@@ -281,7 +286,9 @@ class WebSearchStream:
             try:
                 response = await closing.enter_async_context(request)
             except (openai.OpenAIError, TimeoutError) as exc:
-                raise translate_error(exc) from exc
+                failure = translate_error(exc, model=self.model)
+                self._note_outcome(failure)
+                raise failure from exc
             try:
                 async for event in stream_event_payloads(response):
                     shown = self._on_event(event)
@@ -299,8 +306,20 @@ class WebSearchStream:
             yield self._show(held)
         if failure is None and not self._complete:
             failure = StreamInterrupted("The answer stream ended before the answer was complete.")
+        if failure is None and self._refusal and not self._text:
+            failure = ModelRefused("".join(self._refusal)[:500] or None)
+        self._note_outcome(failure)
         if failure is not None:
             raise failure from cause
+
+    def _note_outcome(self, failure: ResearchError | None) -> None:
+        """A web search that timed out opens the breaker; one that answered closes it."""
+        if not self._web_search:
+            return
+        if isinstance(failure, UpstreamTimeout):
+            breaker.WEB_SEARCH.trip(get_research_config().breaker_cooldown_s)
+        elif failure is None:
+            breaker.WEB_SEARCH.close()
 
     def _input(self) -> list[dict[str, str]]:
         turns = [{"role": turn.role, "content": turn.content} for turn in self._history]
@@ -322,16 +341,22 @@ class WebSearchStream:
             return ""
         if kind == "response.output_text.done":
             return self._rewriter.flush()
+        if kind == "response.refusal.delta":
+            # The model declined: its words are kept apart, and the answer ends as a refusal, not as text.
+            self._refusal.append(event.get("delta") or "")
+            return ""
         if kind == "response.completed":
-            self._usage = usage_from_response(_response_of(event).get("usage"))
+            response = _response_of(event)
+            self._usage = usage_from_response(response.get("usage"), response.get("output"))
             self._complete = True
             return self._rewriter.flush()
         if kind == "response.failed":
-            self._usage = usage_from_response(_response_of(event).get("usage"))
+            response = _response_of(event)
+            self._usage = usage_from_response(response.get("usage"), response.get("output"))
             raise UpstreamError("The model provider failed while writing the answer.")
         if kind == "response.incomplete":
             response = _response_of(event)
-            self._usage = usage_from_response(response.get("usage"))
+            self._usage = usage_from_response(response.get("usage"), response.get("output"))
             reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
             raise StreamInterrupted(f"The model stopped before finishing the answer (reason: {reason}).")
         if kind == "error" or event.get("error"):

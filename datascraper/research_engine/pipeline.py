@@ -42,7 +42,13 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 from datascraper.citations import MarketEvidence, Verification, verify_citations
-from datascraper.errors import DeadlineExceeded, ProviderNotConfigured, ResearchError, UpstreamTimeout
+from datascraper.errors import (
+    ACCOUNT_FAILURES,
+    DeadlineExceeded,
+    ProviderNotConfigured,
+    ResearchError,
+    UpstreamTimeout,
+)
 from datascraper.models_config import ResearchConfig, get_research_config
 from datascraper.quality_logger import (
     NumberCheck,
@@ -236,6 +242,8 @@ async def plan_research(state: RunState) -> list[PlannedStep] | None:
             ledger=state.ledger,
             timeout_s=timeout_s,
         )
+    except ACCOUNT_FAILURES:
+        raise
     except ResearchError as exc:
         if _cut_by_deadline(exc, timeout_s, state):
             # No round could run now, in any mode: one web search answers in the time kept for the answer.
@@ -306,6 +314,8 @@ async def research_in_rounds(
                 ledger=state.ledger,
                 timeout_s=timeout_s,
             )
+        except ACCOUNT_FAILURES:
+            raise
         except ResearchError as exc:
             if _cut_by_deadline(exc, timeout_s, state):
                 record.stop_reason = "deadline"

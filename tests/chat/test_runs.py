@@ -122,7 +122,7 @@ async def test_answer_is_stored_with_no_client_listening(api, fake_openai):
     assert run["status"] == "done" and run["mode"] == "quick"
     answer = await Message.objects.aget(pk=run["message_id"])
     assert answer.role == "assistant" and answer.content
-    assert run["usage"]["by_model"]["gpt-5.2-chat-latest"]["calls"] == 1
+    assert run["usage"]["by_model"]["gpt-5.4"]["calls"] == 1
     assert run["timings"]["total_ms"] >= 0
 
 
@@ -302,6 +302,6 @@ async def test_a_failed_run_still_records_what_it_cost_and_did(api, fake_openai)
 
     assert run["status"] == "error" and run["error"]["code"] == "stream_interrupted"
     assert run["mode"] == "quick"
-    assert run["usage"]["by_model"]["gpt-5.2-chat-latest"]["calls"] == 1
+    assert run["usage"]["by_model"]["gpt-5.4"]["calls"] == 1
     assert run["signals"]["error"] == "stream_interrupted"
     assert run["timings"]["total_ms"] >= 0

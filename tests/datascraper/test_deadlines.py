@@ -207,7 +207,7 @@ async def test_a_planner_call_is_bounded_in_total_with_its_retries(fake_openai, 
     ledger = UsageLedger()
 
     with Stopwatch() as clock, pytest.raises(UpstreamTimeout):
-        await parse_structured("gpt-5-mini", "Plan the research.", "How did Apple do?", QueryAnalysis, ledger)
+        await parse_structured("gpt-5.4-mini", "Plan the research.", "How did Apple do?", QueryAnalysis, ledger)
 
     assert clock.seconds < ENDED_WELL_BEFORE_THE_HANG_S
     assert ledger.calls == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from datetime import date
 from typing import Literal
 
 import pytest
@@ -10,7 +11,11 @@ from openai.lib._parsing._responses import type_to_text_format_param
 from pydantic import BaseModel
 
 from datascraper.errors import (
+    ModelRefused,
+    ModelUnavailable,
+    ProviderAuthFailed,
     ProviderNotConfigured,
+    ProviderQuotaExceeded,
     ResearchError,
     UpstreamError,
     UpstreamRateLimited,
@@ -18,14 +23,15 @@ from datascraper.errors import (
 )
 from datascraper.llm import (
     StructuredOutputInvalid,
+    capabilities_for,
     get_openai_client,
-    model_kwargs,
     parse_structured,
+    request_options,
     reset_openai_client,
     usage_from_response,
 )
 from datascraper.schemas import ModelUsage, UsageLedger
-from tests.fakes.openai_server import ErrorReply, JsonReply, TextReply, Usage
+from tests.fakes.openai_server import ErrorReply, JsonReply, RefusalReply, TextReply, Usage
 
 SECRET_KEY = "sk-test-SECRET-0123456789"
 
@@ -36,30 +42,62 @@ class Plan(BaseModel):
     kind: Literal["numerical", "qualitative", "analytical"]
 
 
-async def plan(ledger: UsageLedger, model: str = "gpt-5-mini") -> Plan:
+async def plan(ledger: UsageLedger, model: str = "gpt-5.4-mini") -> Plan:
     return await parse_structured(model, "Plan the research.", "How did Apple do?", Plan, ledger)
 
 
 # --- request options ----------------------------------------------------------------------------------
 
 
-def test_reasoning_model_gets_reasoning_effort_and_never_temperature():
-    assert model_kwargs("gpt-5-mini", effort="medium", temperature=0.3) == {"reasoning": {"effort": "medium"}}
-    assert model_kwargs("o4-mini") == {"reasoning": {"effort": "low"}}
+def test_reasoning_model_gets_a_reasoning_effort_it_takes_and_never_temperature():
+    assert request_options("gpt-5.4-mini", effort="medium", temperature=0.3) == {"reasoning": {"effort": "medium"}}
+    assert request_options("o4-mini") == {"reasoning": {"effort": "low"}}
+    assert request_options("gpt-5.5-2026-04-23", effort="high") == {"reasoning": {"effort": "high"}}
 
 
-def test_chat_latest_model_gets_no_reasoning_but_keeps_temperature():
-    assert model_kwargs("gpt-5.2-chat-latest", effort="high") == {}
-    assert model_kwargs("gpt-5.2-chat-latest", temperature=0.2) == {"temperature": 0.2}
+def test_newer_models_are_reasoning_models_too():
+    # The old rule guessed from name prefixes; gpt-6 and the gpt-5.6 tiers take an effort all the same.
+    for model in ("gpt-6-sol", "gpt-6.2-astra", "gpt-5.6-terra", "gpt-5.4", "gpt-5.5"):
+        assert capabilities_for(model).is_reasoning, model
 
 
-def test_web_search_raises_minimal_effort_to_low_which_the_api_accepts():
-    assert model_kwargs("gpt-5-mini", effort="minimal", web_search=True) == {"reasoning": {"effort": "low"}}
-    assert model_kwargs("gpt-5-mini", effort="minimal") == {"reasoning": {"effort": "minimal"}}
+def test_an_effort_the_model_does_not_know_becomes_the_nearest_it_does():
+    assert request_options("gpt-5.4", effort="minimal") == {"reasoning": {"effort": "low"}}  # gpt-5.1+ refuse minimal
+    assert request_options("gpt-5.4-mini", effort="none") == {"reasoning": {"effort": "low"}}
+    assert request_options("gpt-5-mini", effort="minimal") == {"reasoning": {"effort": "minimal"}}
+    assert request_options("o3", effort="xhigh") == {"reasoning": {"effort": "high"}}
+
+
+def test_chat_model_gets_no_reasoning_and_no_temperature():
+    assert request_options("gpt-5.2-chat-latest", effort="high", temperature=0.2) == {}
+
+
+def test_a_model_with_sampling_keeps_its_temperature():
+    assert request_options("gpt-4.1", temperature=0.2) == {"temperature": 0.2}
+
+
+def test_an_unknown_model_gets_the_conservative_options():
+    assert request_options("acme-finance-7b", effort="high", temperature=0.2) == {}
+    assert request_options("acme-finance-7b", web_search=True) == {}
+
+
+def test_web_search_never_gets_minimal_or_no_reasoning():
+    assert request_options("gpt-5-mini", effort="minimal", web_search=True) == {"reasoning": {"effort": "low"}}
+    assert request_options("gpt-5.4", effort="none", web_search=True) == {"reasoning": {"effort": "low"}}
 
 
 def test_usage_without_a_usage_object_still_counts_the_call():
     assert usage_from_response(None) == ModelUsage(calls=1)
+
+
+def test_usage_counts_cached_input_and_hosted_searches_and_the_budget_weighs_cached_input_lightly():
+    usage = usage_from_response(
+        {"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 800}, "output_tokens": 100},
+        [{"type": "web_search_call"}, {"type": "web_search_call"}, {"type": "message"}],
+    )
+
+    assert usage == ModelUsage(calls=1, input_tokens=1000, output_tokens=100, cached_tokens=800, web_search_calls=2)
+    assert usage.budget_tokens == pytest.approx(200 + 80 + 100)
 
 
 # --- the client -----------------------------------------------------------------------------------------
@@ -102,7 +140,7 @@ async def test_parse_structured_returns_the_schema_object_and_records_usage(fake
     result = await plan(ledger)
 
     assert result == Plan(needs_decomposition=True, sub_questions=["revenue", "margins"], kind="analytical")
-    assert ledger.by_model["gpt-5-mini"] == ModelUsage(calls=1, input_tokens=50, output_tokens=30, reasoning_tokens=12)
+    assert ledger.by_model["gpt-5.4-mini"] == ModelUsage(calls=1, input_tokens=50, output_tokens=30, reasoning_tokens=12)
     (request,) = fake_openai.requests
     assert request.is_structured and request.text_format["strict"] is True
     assert request.body["reasoning"] == {"effort": "low"}
@@ -119,10 +157,19 @@ async def test_parse_structured_sends_the_sdk_strict_schema_on_every_call(fake_o
     assert expected["name"] == "Plan" and expected["strict"] is True
 
 
-async def test_parse_structured_sends_no_reasoning_to_a_chat_model(fake_openai):
-    await plan(UsageLedger(), model="gpt-5.2-chat-latest")
+async def test_parse_structured_sends_no_reasoning_to_a_model_without_it(fake_openai):
+    await plan(UsageLedger(), model="gpt-4.1")
 
     assert "reasoning" not in fake_openai.requests[0].body
+
+
+async def test_a_refused_structured_answer_raises_model_refused_with_the_models_words(fake_openai):
+    fake_openai.script(RefusalReply("I can't plan that."))
+
+    with pytest.raises(ModelRefused) as raised:
+        await plan(UsageLedger())
+
+    assert raised.value.code == "model_refused" and raised.value.message == "I can't plan that."
 
 
 @pytest.mark.parametrize(
@@ -142,8 +189,8 @@ async def test_output_that_does_not_fit_the_schema_raises_invalid_model_output(f
         await plan(ledger)
 
     assert raised.value.code == "invalid_model_output"
-    assert ledger.by_model["gpt-5-mini"].calls == 1
-    assert ledger.by_model["gpt-5-mini"].output_tokens > 0  # the tokens were spent all the same
+    assert ledger.by_model["gpt-5.4-mini"].calls == 1
+    assert ledger.by_model["gpt-5.4-mini"].output_tokens > 0  # the tokens were spent all the same
 
 
 # --- failures -------------------------------------------------------------------------------------------
@@ -182,11 +229,38 @@ async def test_slow_provider_raises_upstream_timeout(fake_openai, research_env):
     assert len(fake_openai.requests) == 2
 
 
-async def test_rejected_key_raises_provider_not_configured(fake_openai):
-    fake_openai.script(ErrorReply(401))
+async def test_rejected_key_raises_provider_auth_failed_without_retrying(fake_openai):
+    fake_openai.revoked_keys.add("test-key")
 
-    with pytest.raises(ProviderNotConfigured):
+    with pytest.raises(ProviderAuthFailed) as raised:
         await plan(UsageLedger())
+
+    assert raised.value.code == "provider_auth_failed" and "OPENAI_API_KEY" in raised.value.message
+    assert len(fake_openai.requests) == 1
+
+
+async def test_an_account_without_credit_raises_quota_exceeded_after_one_request(fake_openai, research_env):
+    research_env(RESEARCH_MAX_RETRIES="2")
+    fake_openai.set_default(ErrorReply(429, type="insufficient_quota", code="insufficient_quota"))
+
+    with pytest.raises(ProviderQuotaExceeded) as raised:
+        await plan(UsageLedger())
+
+    assert raised.value.code == "provider_quota_exceeded"
+    assert len(fake_openai.requests) == 1  # not worth retrying: the SDK is told not to
+
+
+async def test_a_retired_planner_model_raises_model_unavailable_naming_the_model_and_its_setting(
+    fake_openai, research_env
+):
+    research_env(RESEARCH_PLANNER_MODEL="gpt-5-mini")
+    fake_openai.today = date(2026, 12, 11)  # gpt-5-mini's announced shutdown
+
+    with pytest.raises(ModelUnavailable) as raised:
+        await plan(UsageLedger(), model="gpt-5-mini")
+
+    assert raised.value.code == "model_unavailable"
+    assert "'gpt-5-mini'" in raised.value.message and "RESEARCH_PLANNER_MODEL" in raised.value.message
 
 
 async def test_unreachable_provider_raises_upstream_error(monkeypatch, research_env):

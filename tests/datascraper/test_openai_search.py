@@ -129,7 +129,7 @@ async def test_answer_streams_with_markers_that_all_resolve_and_collects_usage(f
         (3, CNBC[1], CNBC[0]),
     ]
     assert result.usage == ModelUsage(calls=1, input_tokens=800, output_tokens=120)
-    assert ledger.by_model == {"gpt-5.2-chat-latest": result.usage}
+    assert ledger.by_model == {"gpt-5.4": result.usage}
 
 
 async def test_text_is_yielded_while_the_answer_is_still_being_written(fake_openai):
@@ -150,7 +150,7 @@ async def test_request_uses_hosted_web_search_with_history_and_todays_date(fake_
     await collect(WebSearchStream("And its margins?", history=history, today=date(2025, 11, 3)))
 
     (request,) = fake_openai.requests
-    assert request.model == "gpt-5.2-chat-latest"
+    assert request.model == "gpt-5.4"
     assert request.stream and request.body["tools"] == [{"type": "web_search"}]
     assert "reasoning" not in request.body and "temperature" not in request.body
     assert request.body["input"] == [
@@ -163,7 +163,7 @@ async def test_request_uses_hosted_web_search_with_history_and_todays_date(fake_
 
 
 async def test_reasoning_model_searches_with_low_effort_and_no_temperature(fake_openai):
-    await collect(WebSearchStream("q", model="gpt-5-mini"))
+    await collect(WebSearchStream("q", model="gpt-5.4-mini"))
 
     request = fake_openai.requests[0]
     assert request.body["reasoning"] == {"effort": "low"}

@@ -110,8 +110,8 @@ def test_an_answer_whose_numbers_all_trace_has_no_note():
 
 def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
     ledger = UsageLedger()
-    ledger.record("gpt-5-mini", ModelUsage(calls=2, input_tokens=100, output_tokens=20, reasoning_tokens=8))
-    ledger.record("gpt-5.2-chat-latest", ModelUsage(calls=3, input_tokens=300, output_tokens=90))
+    ledger.record("gpt-5.4-mini", ModelUsage(calls=2, input_tokens=100, output_tokens=20, reasoning_tokens=8))
+    ledger.record("gpt-5.4", ModelUsage(calls=3, input_tokens=300, output_tokens=90))
     answer, sources = "AAPL trades at $196.45 [1]; Reuters agrees [2].", [YAHOO, REUTERS, WWW_REUTERS]
     record = RunRecord(
         requested_mode="auto",
@@ -145,7 +145,7 @@ def test_signals_count_routes_fallbacks_rounds_usage_and_sources():
     assert signals["fallback_reasons"] == {"no_data": 1}
     assert (signals["rounds"], signals["stop_reason"], signals["completed_early"]) == (2, "threshold", True)
     assert signals["model_calls"] == 5 and signals["tokens"] == {"input": 400, "output": 110}
-    assert signals["by_model"]["gpt-5-mini"]["reasoning_tokens"] == 8
+    assert signals["by_model"]["gpt-5.4-mini"]["reasoning_tokens"] == 8
     assert (signals["sources"], signals["distinct_domains"]) == (3, 2)
     assert signals["citations"]["uncited_sources"] == [3]
     assert signals["numbers"] == {"checked": 1, "computed": 0, "unmatched": 0, "unmatched_values": []}
@@ -185,7 +185,7 @@ async def test_a_research_run_stores_and_logs_its_signals(fake_openai, market_da
     assert (signals["rounds"], signals["stop_reason"], signals["completed_early"]) == (1, "complete", True)
     assert signals["model_calls"] == 5  # the web search started with the analyzer, then cancelled, is one
     assert signals["speculative_search"]["outcome"] == "cancelled"
-    assert set(signals["by_model"]) == {"gpt-5-mini", "gpt-5.2-chat-latest"}
+    assert set(signals["by_model"]) == {"gpt-5.4-mini", "gpt-5.4"}
     assert (signals["sources"], signals["distinct_domains"]) == (4, 4)
     assert signals["citations"] == {"markers": 3, "resolved": 3, "unresolved": 0, "uncited_sources": [3, 4]}
     assert signals["confidence"] == summary_of(events).confidence.score
@@ -220,6 +220,6 @@ async def test_a_failed_run_is_measured_and_logged_too(fake_openai, research_env
     summary = raised.value.summary
     assert summary is not None and summary.mode == "quick"
     assert summary.signals["error"] == "upstream_error"
-    assert summary.usage.by_model["gpt-5.2-chat-latest"].calls == 1
+    assert summary.usage.by_model["gpt-5.4"].calls == 1
     [line] = [r for r in caplog.records if r.name == "datascraper.quality"]
     assert json.loads(line.getMessage())["error"] == "upstream_error"

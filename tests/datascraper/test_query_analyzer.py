@@ -86,7 +86,7 @@ async def test_the_analyzer_prompt_carries_today_the_users_time_zone_and_the_con
 
     after = datetime.now(ZoneInfo("Asia/Tokyo")).date()
     [analysis] = requests_of(fake_openai, is_analysis)
-    assert analysis.model == "gpt-5-mini"
+    assert analysis.model == "gpt-5.4-mini"
     prompt = analysis.input_text
     assert before.isoformat() in prompt or after.isoformat() in prompt
     assert "in the user's time zone Asia/Tokyo" in prompt
@@ -114,7 +114,7 @@ async def test_the_plan_is_capped_and_blank_sub_questions_dropped(fake_openai, r
     )
 
     assert [sq.question for sq in analysis.sub_questions] == ["Q0?", "Q1?", "Q2?"]
-    assert ledger.by_model["gpt-5-mini"].calls == 1
+    assert ledger.by_model["gpt-5.4-mini"].calls == 1
     [request] = fake_openai.requests
     assert "at most 3 sub-questions" in request.instructions
     assert "Friday, June 13, 2025 (2025-06-13)" in request.input_text

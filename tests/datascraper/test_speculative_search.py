@@ -90,7 +90,7 @@ async def test_a_simple_question_is_searched_while_the_analyzer_decides_and_the_
     ]
     summary = summary_of(events)
     assert summary.mode == "quick" and summary.answer == answer_text(events)
-    assert summary.usage.by_model["gpt-5.2-chat-latest"].calls == 1
+    assert summary.usage.by_model["gpt-5.4"].calls == 1
     speculation = summary.signals["speculative_search"]
     assert speculation["outcome"] == "kept" and speculation["elapsed_ms"] >= 250
     assert speculative_tasks() == []

@@ -9,7 +9,13 @@ Scripting, in a test::
     fake.script(TextReply([Sentence("Revenue rose 6%.", cites=[("https://www.reuters.com/a", "Reuters")])]))
     fake.script(JsonReply({"needs_decomposition": False, "sub_questions": []}), when=wants_structured_output)
     fake.script(ErrorReply(429), times=3)
-    fake.script(TextReply(interrupt="drop", after_deltas=4), when=model_is("gpt-5.2-chat-latest"))
+    fake.script(TextReply(interrupt="drop", after_deltas=4), when=model_is("gpt-5.4"))
+    fake.script(RefusalReply("I can't help with that."))
+
+As strict as the real API (`tests.fakes.openai_models`): a model past its shutdown date (as of `fake.today`)
+or unknown answers 404 `model_not_found` and is absent from `GET /v1/models`; an unknown parameter, an
+option the model does not take, or a strict schema the API would refuse answers 400; a request without a
+key, or with one in `fake.revoked_keys`, answers 401. Refusals come back before any script is used.
 
 Each request takes the first scripted reply whose `when` matches (in the order scripted) and uses up one
 of its `times` (`None`: unlimited); with nothing matching it gets the default reply: a short cited answer,
@@ -27,6 +33,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -34,6 +41,7 @@ import jsonschema
 from pydantic import BaseModel
 
 from tests.asgi_server import ThreadedAsgiServer
+from tests.fakes.openai_models import CATALOGUE, FakeModel, Refused, check_responses_request, live_model
 
 # --- replies: what a test scripts -------------------------------------------------------------------------
 
@@ -141,7 +149,16 @@ class ErrorReply:
         }
 
 
-Reply = TextReply | JsonReply | ErrorReply
+@dataclass(frozen=True)
+class RefusalReply:
+    """The model declines: a `refusal` content part instead of text (`response.refusal.*` when streaming)."""
+
+    refusal: str = "I'm sorry, but I can't help with that."
+    usage: Usage | None = None
+    first_byte_delay: float = 0.0
+
+
+Reply = TextReply | JsonReply | ErrorReply | RefusalReply
 
 
 # --- requests: what a test asserts on ---------------------------------------------------------------------
@@ -322,6 +339,7 @@ class _Answer:
     text: str
     annotations: list[dict[str, Any]]
     usage: Usage
+    refusal: str | None = None
 
 
 class _ResponseWriter:
@@ -408,6 +426,8 @@ class _ResponseWriter:
         return {"id": self.search_id, "type": "web_search_call", "status": status, "action": action}
 
     def text_part(self, text: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.answer.refusal is not None:
+            return {"type": "refusal", "refusal": text}
         return {"type": "output_text", "text": text, "annotations": annotations, "logprobs": []}
 
     def message_item(self, status: str, content: list[dict[str, Any]]) -> dict[str, Any]:
@@ -450,6 +470,8 @@ class _ResponseWriter:
         return {"item_id": self.message_id, "output_index": self.message_index, "content_index": 0}
 
     def delta_event(self, delta: str) -> dict[str, Any]:
+        if self.answer.refusal is not None:
+            return self.event("response.refusal.delta", **self.part_ids(), delta=delta)
         return self.event("response.output_text.delta", **self.part_ids(), delta=delta, logprobs=[])
 
     def annotation_event(self, index: int) -> dict[str, Any]:
@@ -461,7 +483,10 @@ class _ResponseWriter:
     def closing_events(self) -> Iterator[dict[str, Any]]:
         """Everything after the last text delta of a completed answer."""
         text, annotations = self.answer.text, self.answer.annotations
-        yield self.event("response.output_text.done", **self.part_ids(), text=text, logprobs=[])
+        if self.answer.refusal is not None:
+            yield self.event("response.refusal.done", **self.part_ids(), refusal=text)
+        else:
+            yield self.event("response.output_text.done", **self.part_ids(), text=text, logprobs=[])
         yield self.event("response.content_part.done", **self.part_ids(), part=self.text_part(text, annotations))
         yield self.event(
             "response.output_item.done",
@@ -560,6 +585,10 @@ class FakeOpenAIServer:
         self.errors: list[str] = []
         self._server: ThreadedAsgiServer | None = None
         self.port = 0
+        # The provider's side: its models, the date their shutdowns are judged by, and refused keys.
+        self.catalogue: dict[str, FakeModel] = dict(CATALOGUE)
+        self.today: date = date.today()
+        self.revoked_keys: set[str] = set()
 
     # lifecycle
 
@@ -638,6 +667,7 @@ class FakeOpenAIServer:
         exchange = _Exchange(receive, send)
         raw = await exchange.read_body()
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        key = headers.get("authorization", "").removeprefix("Bearer ").strip()
         if "authorization" in headers:
             headers["authorization"] = headers["authorization"].split(" ", 1)[0] + " <redacted>"
         request = RecordedRequest(
@@ -648,7 +678,7 @@ class FakeOpenAIServer:
             self._requests.append(request)
         try:
             request.body = json.loads(raw) if raw else {}
-            await self._serve(request, exchange)
+            await self._serve(request, exchange, key)
         except Exception as exc:  # a bug in the fake or a test's script: surface it, not a hang
             with self._lock:
                 self.errors.append(f"{scope['method']} {scope['path']}: {type(exc).__name__}: {exc}")
@@ -660,10 +690,20 @@ class FakeOpenAIServer:
             if request.ended_at is None:
                 request.mark_ended()
 
-    async def _serve(self, request: RecordedRequest, exchange: _Exchange) -> None:
-        if request.method != "POST" or request.path != "/v1/responses":
-            request.status = 404
-            await exchange.respond_json(404, ErrorReply(404, message=f"Unknown path {request.path} (fake).").body())
+    async def _serve(self, request: RecordedRequest, exchange: _Exchange, key: str) -> None:
+        try:
+            if not key or key in self.revoked_keys:
+                raise Refused(401, "Incorrect API key provided (fake).", code="invalid_api_key")
+            if request.method == "GET" and request.path.startswith("/v1/models"):
+                request.status = 200
+                await exchange.respond_json(200, self._models(request.path.removeprefix("/v1/models").strip("/")))
+                return
+            if request.method != "POST" or request.path != "/v1/responses":
+                raise Refused(404, f"Unknown path {request.path} (fake).", code="unknown_url")
+            check_responses_request(request.body, self.catalogue, self.today)
+        except Refused as refused:
+            request.status = refused.status
+            await exchange.respond_json(refused.status, refused.body())
             return
         reply = request.reply = self._choose(request)
         await exchange.pause(reply.first_byte_delay)
@@ -687,8 +727,17 @@ class FakeOpenAIServer:
         request.status = 200
         await self._stream(writer, exchange, reply)
 
-    def _answer(self, request: RecordedRequest, reply: TextReply | JsonReply) -> _Answer:
-        if isinstance(reply, TextReply):
+    def _models(self, model_id: str) -> dict[str, Any]:
+        if model_id:
+            return live_model(self.catalogue, model_id, self.today).listing()
+        live = [m for m in self.catalogue.values() if m.shutdown is None or m.shutdown > self.today]
+        return {"object": "list", "data": [m.listing() for m in live]}
+
+    def _answer(self, request: RecordedRequest, reply: TextReply | JsonReply | RefusalReply) -> _Answer:
+        refusal = None
+        if isinstance(reply, RefusalReply):
+            text, annotations, refusal = reply.refusal, [], reply.refusal
+        elif isinstance(reply, TextReply):
             text, annotations = render_cited_text(reply.sentences)
         else:
             text, annotations = self._json_text(request, reply), []
@@ -697,7 +746,7 @@ class FakeOpenAIServer:
             output_tokens=max(1, len(text) // 4) + (64 if request.body.get("reasoning") else 0),
             reasoning_tokens=64 if request.body.get("reasoning") else 0,
         )
-        return _Answer(text, annotations, usage)
+        return _Answer(text, annotations, usage, refusal)
 
     def _json_text(self, request: RecordedRequest, reply: JsonReply) -> str:
         if reply.raw is not None:
@@ -714,7 +763,9 @@ class FakeOpenAIServer:
                     self.errors.append(f"scripted JSON does not satisfy the request's schema: {exc.message}")
         return json.dumps(data)
 
-    async def _stream(self, writer: _ResponseWriter, exchange: _Exchange, reply: TextReply | JsonReply) -> None:
+    async def _stream(
+        self, writer: _ResponseWriter, exchange: _Exchange, reply: TextReply | JsonReply | RefusalReply
+    ) -> None:
         pacing = reply if isinstance(reply, TextReply) else TextReply()
         chunk = pacing.chunk_chars
         await exchange.start(200, "text/event-stream; charset=utf-8", {"cache-control": "no-cache"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import time
 import typing
@@ -19,6 +20,7 @@ from tests.fakes.openai_server import (
     ErrorReply,
     FakeOpenAIServer,
     JsonReply,
+    RefusalReply,
     Sentence,
     TextReply,
     Usage,
@@ -50,7 +52,7 @@ def client_for(fake: FakeOpenAIServer, **options: Any) -> AsyncOpenAI:
 async def raw_stream(fake: FakeOpenAIServer, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The SSE frames of one streamed request, as (event, data) pairs."""
     frames: list[tuple[str, dict[str, Any]]] = []
-    async with httpx2.AsyncClient(timeout=10) as http:
+    async with httpx2.AsyncClient(timeout=10, headers={"Authorization": "Bearer test-key"}) as http:
         async with http.stream("POST", f"{fake.base_url}/responses", json={**body, "stream": True}) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
             event = ""
@@ -65,7 +67,7 @@ async def raw_stream(fake: FakeOpenAIServer, body: dict[str, Any]) -> list[tuple
 async def test_stream_follows_the_real_event_order_and_every_event_validates_strictly(fake_openai):
     fake_openai.script(CITED)
     frames = await raw_stream(
-        fake_openai, {"model": "gpt-5-mini", "input": "Apple results?", "tools": [{"type": "web_search"}],
+        fake_openai, {"model": "gpt-5.4-mini", "input": "Apple results?", "tools": [{"type": "web_search"}],
                       "reasoning": {"effort": "low"}}
     )
 
@@ -103,7 +105,7 @@ async def test_sdk_parses_the_stream_and_annotations_span_the_inline_links_after
     fake_openai.script(CITED)
     client = client_for(fake_openai)
     stream = await client.responses.create(
-        model="gpt-5.2-chat-latest", input="Apple results?", tools=[{"type": "web_search"}], stream=True
+        model="gpt-5.4", input="Apple results?", tools=[{"type": "web_search"}], stream=True
     )
     text = ""
     annotations = []
@@ -140,10 +142,10 @@ async def test_sdk_parses_the_stream_and_annotations_span_the_inline_links_after
 
 async def test_non_streaming_reply_is_a_strictly_valid_response_object(fake_openai):
     fake_openai.script(CITED)
-    async with httpx2.AsyncClient(timeout=10) as http:
+    async with httpx2.AsyncClient(timeout=10, headers={"Authorization": "Bearer test-key"}) as http:
         reply = await http.post(
             f"{fake_openai.base_url}/responses",
-            json={"model": "gpt-5.2-chat-latest", "input": "q", "tools": [{"type": "web_search"}]},
+            json={"model": "gpt-5.4", "input": "q", "tools": [{"type": "web_search"}]},
         )
     assert reply.status_code == 200
     response = Response.model_validate(reply.json())
@@ -166,26 +168,26 @@ async def test_structured_reply_is_parsed_by_responses_parse(fake_openai):
         JsonReply({"complete": True, "score": 9, "gaps": [], "kind": "numerical", "note": None}),
         when=wants_structured_output,
     )
-    parsed = await client_for(fake_openai).responses.parse(model="gpt-5-mini", input="judge", text_format=Finding)
+    parsed = await client_for(fake_openai).responses.parse(model="gpt-5.4-mini", input="judge", text_format=Finding)
 
     assert parsed.output_parsed == Finding(complete=True, score=9, gaps=[], kind="numerical", note=None)
     assert fake_openai.requests[0].text_format["type"] == "json_schema"
 
 
 async def test_unscripted_structured_request_gets_the_smallest_answer_its_schema_allows(fake_openai):
-    parsed = await client_for(fake_openai).responses.parse(model="gpt-5-mini", input="judge", text_format=Finding)
+    parsed = await client_for(fake_openai).responses.parse(model="gpt-5.4-mini", input="judge", text_format=Finding)
 
     assert parsed.output_parsed == Finding(complete=False, score=0, gaps=[], kind="numerical", note=None)
 
 
 async def test_unscripted_text_request_gets_a_short_cited_answer(fake_openai):
-    response = await client_for(fake_openai).responses.create(model="gpt-5.2-chat-latest", input="anything")
+    response = await client_for(fake_openai).responses.create(model="gpt-5.4", input="anything")
 
     assert "([example.com](https://www.example.com/" in response.output_text
 
 
 async def test_scripted_replies_are_used_in_order_by_predicate_then_the_default(fake_openai):
-    fake_openai.script(TextReply(["for the planner"]), when=model_is("gpt-5-mini"))
+    fake_openai.script(TextReply(["for the planner"]), when=model_is("gpt-5.4-mini"))
     fake_openai.script(TextReply(["about tesla"]), when=input_contains("TSLA"), times=2)
     fake_openai.script(TextReply(["first come"]))
     client = client_for(fake_openai)
@@ -193,11 +195,11 @@ async def test_scripted_replies_are_used_in_order_by_predicate_then_the_default(
     async def answer(model: str, question: str) -> str:
         return (await client.responses.create(model=model, input=question)).output_text
 
-    assert await answer("gpt-5.2-chat-latest", "TSLA deliveries?") == "about tesla"
-    assert await answer("gpt-5.2-chat-latest", "AAPL?") == "first come"
-    assert await answer("gpt-5-mini", "TSLA?") == "for the planner"
-    assert await answer("gpt-5-mini", "tsla margins") == "about tesla"
-    assert "default answer" in await answer("gpt-5-mini", "TSLA again")
+    assert await answer("gpt-5.4", "TSLA deliveries?") == "about tesla"
+    assert await answer("gpt-5.4", "AAPL?") == "first come"
+    assert await answer("gpt-5.4-mini", "TSLA?") == "for the planner"
+    assert await answer("gpt-5.4-mini", "tsla margins") == "about tesla"
+    assert "default answer" in await answer("gpt-5.4-mini", "TSLA again")
     assert fake_openai.pending() == 0
 
 
@@ -206,7 +208,7 @@ async def test_http_error_reply_carries_openai_error_body_and_makes_sdk_retries_
     started = time.monotonic()
 
     with pytest.raises(openai.RateLimitError) as raised:
-        await client_for(fake_openai, max_retries=2).responses.create(model="gpt-5-mini", input="q")
+        await client_for(fake_openai, max_retries=2).responses.create(model="gpt-5.4-mini", input="q")
 
     assert time.monotonic() - started < 1  # the SDK's own backoff would take about 1.5 s
     assert raised.value.body["code"] == "rate_limit_exceeded"
@@ -215,7 +217,7 @@ async def test_http_error_reply_carries_openai_error_body_and_makes_sdk_retries_
 
 async def test_broken_stream_drops_the_connection_after_the_scripted_deltas(fake_openai):
     fake_openai.script(TextReply(chunk_chars=4, interrupt="drop", after_deltas=3))
-    stream = await client_for(fake_openai).responses.create(model="gpt-5-mini", input="q", stream=True)
+    stream = await client_for(fake_openai).responses.create(model="gpt-5.4-mini", input="q", stream=True)
     deltas = []
 
     with pytest.raises(openai.APIConnectionError):
@@ -232,7 +234,7 @@ async def test_broken_stream_drops_the_connection_after_the_scripted_deltas(fake
 )
 async def test_failure_events_end_the_stream_and_validate_strictly(fake_openai, interrupt, last_type):
     fake_openai.script(TextReply(interrupt=interrupt, after_deltas=2))
-    frames = await raw_stream(fake_openai, {"model": "gpt-5-mini", "input": "q"})
+    frames = await raw_stream(fake_openai, {"model": "gpt-5.4-mini", "input": "q"})
 
     assert frames[-1][0] == last_type
     EVENT_TYPES[last_type].model_validate(frames[-1][1])
@@ -242,7 +244,7 @@ async def test_failure_events_end_the_stream_and_validate_strictly(fake_openai, 
 async def test_requests_are_recorded_without_the_key_and_with_their_timing(fake_openai):
     fake_openai.script(TextReply(first_byte_delay=0.2))
     await client_for(fake_openai).responses.create(
-        model="gpt-5.2-chat-latest", input="q", temperature=0.2, tools=[{"type": "web_search"}]
+        model="gpt-4.1", input="q", temperature=0.2, tools=[{"type": "web_search"}]
     )
 
     (request,) = fake_openai.requests
@@ -258,7 +260,7 @@ async def test_concurrent_requests_are_seen_overlapping(fake_openai):
     fake_openai.set_default(TextReply(["slow"], first_byte_delay=0.3))
     client = client_for(fake_openai)
 
-    await asyncio.gather(*(client.responses.create(model="gpt-5-mini", input=f"q{i}") for i in range(3)))
+    await asyncio.gather(*(client.responses.create(model="gpt-5.4-mini", input=f"q{i}") for i in range(3)))
 
     assert fake_openai.max_concurrency() == 3
     first, second, _ = fake_openai.requests
@@ -269,7 +271,81 @@ async def test_scripted_json_that_breaks_the_request_schema_is_reported_by_the_f
     with FakeOpenAIServer() as fake:
         fake.script(JsonReply({"complete": "yes"}))
         response = await client_for(fake).responses.parse(
-            model="gpt-5-mini", input="judge", text_format=Finding, parse_as=None
+            model="gpt-5.4-mini", input="judge", text_format=Finding, parse_as=None
         )
     assert response.output_text == '{"complete": "yes"}'
     assert len(fake.errors) == 1 and "schema" in fake.errors[0]
+
+
+# --- as strict as the real API ------------------------------------------------------------------------------
+
+
+async def test_a_model_past_its_shutdown_answers_404_model_not_found_and_leaves_the_listing(fake_openai):
+    fake_openai.today = datetime.date(2026, 11, 26)
+    client = client_for(fake_openai, max_retries=0)
+
+    with pytest.raises(openai.NotFoundError) as raised:
+        await client.responses.create(model="gpt-5.2-chat-latest", input="q")
+
+    assert raised.value.code == "model_not_found"
+    listed = {model.id: model for model in (await client.models.list()).data}
+    assert "gpt-5.2-chat-latest" not in listed
+    assert listed["gpt-5-mini"].shutdown_date == "2026-12-11"
+    assert listed["gpt-5.4"].shutdown_date is None
+    fake_openai.today = datetime.date(2026, 12, 11)
+    with pytest.raises(openai.NotFoundError):
+        await client.models.retrieve("gpt-5-mini")
+
+
+@pytest.mark.parametrize(
+    ("request_body", "code", "param"),
+    [
+        ({"model": "gpt-5.4", "input": "q", "temprature": 0.2}, "unknown_parameter", "temprature"),
+        ({"model": "gpt-5.4", "input": "q", "temperature": 0.2}, "unsupported_parameter", "temperature"),
+        ({"model": "gpt-4.1", "input": "q", "reasoning": {"effort": "low"}}, "unsupported_parameter", "reasoning.effort"),
+        ({"model": "gpt-5.4", "input": "q", "reasoning": {"effort": "minimal"}}, "unsupported_value", "reasoning.effort"),
+        (
+            {"model": "gpt-5-mini", "input": "q", "reasoning": {"effort": "minimal"}, "tools": [{"type": "web_search"}]},
+            "unsupported_value",
+            "tools",
+        ),
+        (
+            {
+                "model": "gpt-5.4-mini",
+                "input": "q",
+                "text": {"format": {"type": "json_schema", "name": "Loose", "strict": True, "schema": {
+                    "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}},
+            },
+            "invalid_json_schema",
+            "text.format.schema",
+        ),
+    ],
+    ids=["unknown-parameter", "temperature-on-reasoning", "reasoning-on-chat", "unknown-effort", "search-minimal", "strict"],
+)
+async def test_what_the_real_api_refuses_is_refused_with_its_400(fake_openai, request_body, code, param):
+    async with httpx2.AsyncClient(timeout=10, headers={"Authorization": "Bearer test-key"}) as http:
+        reply = await http.post(f"{fake_openai.base_url}/responses", json=request_body)
+
+    assert reply.status_code == 400
+    assert reply.json()["error"]["code"] == code and reply.json()["error"]["param"] == param
+
+
+async def test_a_revoked_key_answers_401(fake_openai):
+    fake_openai.revoked_keys.add("test-key")
+
+    with pytest.raises(openai.AuthenticationError):
+        await client_for(fake_openai, max_retries=0).responses.create(model="gpt-5.4", input="q")
+
+
+async def test_a_refusal_streams_as_refusal_events_and_a_refusal_part(fake_openai):
+    fake_openai.script(RefusalReply("I can't help with that."))
+
+    frames = await raw_stream(fake_openai, {"model": "gpt-5.4", "input": "q"})
+
+    types = [event for event, _ in frames]
+    assert "response.output_text.delta" not in types
+    assert "".join(data["delta"] for event, data in frames if event == "response.refusal.delta") == "I can't help with that."
+    for event, data in frames:
+        EVENT_TYPES[event].model_validate(data)
+    final = Response.model_validate(frames[-1][1]["response"])
+    assert final.output[-1].content[0].type == "refusal"
