@@ -18,7 +18,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 from datascraper.llm import warm_up_models
-from datascraper.market_data.client import close_market_data_client, start_market_data
+from datascraper.market_data.session import close_market_data_client, start_market_data
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -26,7 +26,7 @@ from chat.db_calls import db_call
 from chat.models import ResearchRun
 from chat.services import leases, runs
 from datascraper.llm import warm_up_models
-from datascraper.market_data.client import start_market_data
+from datascraper.market_data.session import start_market_data
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import Literal
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.market_data.client import fetch_market_data
+from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
 from datascraper.market_data.schemas import Quote
 from datascraper.openai_search import WebSearchStream

@@ -18,7 +18,7 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import DeadlineExceeded, ResearchError
-from datascraper.market_data.client import fetch_market_data
+from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream

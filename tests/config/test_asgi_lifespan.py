@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from config.asgi import MarketDataLifespan
-from datascraper.market_data import client as client_module
-from datascraper.market_data.client import MarketDataClient, set_market_data_client
+from datascraper.market_data import session as session_module
+from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.models_config import get_research_config
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.datascraper.market_data.test_stdio import is_running
@@ -70,10 +70,10 @@ async def test_startup_starts_the_market_data_server_and_shutdown_stops_it(tmp_p
 async def test_a_market_data_server_that_cannot_start_does_not_stop_the_web_process(
     monkeypatch: pytest.MonkeyPatch, warm_start: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(client_module, "_client", None)
+    monkeypatch.setattr(session_module, "_client", None)
     monkeypatch.setenv("MARKET_DATA_MCP_URL", "ftp://market-data.internal/mcp")
 
-    with caplog.at_level(logging.WARNING, logger="datascraper.market_data.client"):
+    with caplog.at_level(logging.WARNING, logger="datascraper.market_data.session"):
         lifespan = LifespanDriver(MarketDataLifespan(app=None))
         await lifespan.step("lifespan.startup")
     await lifespan.step("lifespan.shutdown")
@@ -86,14 +86,14 @@ async def test_web_processes_of_the_queue_backend_leave_the_server_to_the_worker
     monkeypatch: pytest.MonkeyPatch, settings: Any, warm_start: None
 ) -> None:
     settings.RUNS_BACKEND = "queue"
-    monkeypatch.setattr(client_module, "_client", None)
+    monkeypatch.setattr(session_module, "_client", None)
 
     lifespan = LifespanDriver(MarketDataLifespan(app=None))
     await lifespan.step("lifespan.startup")
     await lifespan.step("lifespan.shutdown")
 
     assert lifespan.sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
-    assert client_module._client is None, "no market data client, so no server, in a web process of the queue"
+    assert session_module._client is None, "no market data client, so no server, in a web process of the queue"
 
 
 async def test_other_scopes_reach_the_django_application() -> None:

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from chat.schemas import MAX_QUESTION_CHARS, known_timezone
 from chat.services.completions import format_sources
 from datascraper.errors import ResearchError
-from datascraper.market_data.client import warm_up_market_data
+from datascraper.market_data.session import warm_up_market_data
 from datascraper.models_config import get_research_config
 from datascraper.research_engine import run_research
 from datascraper.schemas import (

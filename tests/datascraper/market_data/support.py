@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, Tool
 
-from datascraper.market_data.client import PROJECT_ROOT
+from datascraper.market_data.session import PROJECT_ROOT
 from datascraper.market_data.server import MarketDataServer
 
 

@@ -12,14 +12,13 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from datascraper.errors import ResearchError
-from datascraper.market_data import client as client_module
+from datascraper.market_data import session as session_module
 from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.client import (
-    MAX_TICKERS,
+from datascraper.market_data.fetch import MAX_TICKERS, fetch_market_data
+from datascraper.market_data.session import (
     MarketDataClient,
     close_market_data_client,
     default_server_parameters,
-    fetch_market_data,
     get_market_data_client,
     set_market_data_client,
 )
@@ -209,7 +208,7 @@ async def test_a_closed_client_refuses_calls(server: MarketDataServer) -> None:
 async def test_the_process_wide_client_is_created_once_and_replaced_after_close(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(client_module, "_client", None)
+    monkeypatch.setattr(session_module, "_client", None)
 
     first = get_market_data_client()
     assert get_market_data_client() is first

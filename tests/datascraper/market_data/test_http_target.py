@@ -10,12 +10,12 @@ from collections.abc import Iterator
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from datascraper.market_data import client as client_module
-from datascraper.market_data.client import (
+from datascraper.market_data import session as session_module
+from datascraper.market_data.fetch import fetch_market_data
+from datascraper.market_data.session import (
     PROJECT_ROOT,
     close_market_data_client,
     default_server_target,
-    fetch_market_data,
     get_market_data_client,
 )
 from datascraper.market_data.errors import MarketDataUnavailable
@@ -42,7 +42,7 @@ def http_server_url() -> Iterator[str]:
 @pytest.fixture
 def no_process_wide_client(monkeypatch: pytest.MonkeyPatch) -> None:
     """Start without a process-wide client, so the next one is built from the environment."""
-    monkeypatch.setattr(client_module, "_client", None)
+    monkeypatch.setattr(session_module, "_client", None)
 
 
 @pytest.mark.usefixtures("no_process_wide_client")

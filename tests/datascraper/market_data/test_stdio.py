@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from datascraper import mcp_server
-from datascraper.market_data.client import (
+from datascraper.market_data.fetch import fetch_market_data
+from datascraper.market_data.session import (
     PROJECT_ROOT,
     MarketDataClient,
     child_environment,
-    fetch_market_data,
     set_market_data_client,
 )
 from datascraper.market_data.errors import MarketDataUnavailable

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from datascraper.market_data import client as client_module
-from datascraper.market_data.client import MarketDataClient, set_market_data_client, warm_up_market_data
+from datascraper.market_data import session as session_module
+from datascraper.market_data.session import MarketDataClient, set_market_data_client, warm_up_market_data
 from datascraper.market_data.errors import MarketDataTimeout
 from datascraper.models_config import get_research_config
 from tests.datascraper.market_data.support import launcher_parameters
@@ -86,7 +86,7 @@ async def test_the_process_warm_up_starts_the_process_wide_server_in_the_backgro
 
 
 def test_warm_up_is_off_with_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_module, "_client", None)
+    monkeypatch.setattr(session_module, "_client", None)
     monkeypatch.setenv("MARKET_DATA_WARM_START", "0")
     get_research_config.cache_clear()
     try:
@@ -94,7 +94,7 @@ def test_warm_up_is_off_with_its_setting(monkeypatch: pytest.MonkeyPatch) -> Non
     finally:
         get_research_config.cache_clear()
 
-    assert client_module._client is None, "no process-wide client, so no server, was created"
+    assert session_module._client is None, "no process-wide client, so no server, was created"
 
 
 async def test_a_failed_warm_up_is_logged_and_the_first_call_starts_the_server(
@@ -105,7 +105,7 @@ async def test_a_failed_warm_up_is_logged_and_the_first_call_starts_the_server(
     launcher = launcher_parameters("--pid-file", str(pid_file), "--fail-start-if", str(broken))
     client = MarketDataClient(launcher, call_timeout_s=10)
     try:
-        with caplog.at_level(logging.WARNING, logger="datascraper.market_data.client"):
+        with caplog.at_level(logging.WARNING, logger="datascraper.market_data.session"):
             started = await asyncio.wrap_future(client.start())
         no_server = not pid_file.exists()
         broken.unlink()
