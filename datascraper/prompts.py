@@ -91,9 +91,13 @@ kind per sub-question: split a question that needs two.
 explicit values. Leave a field null when the question does not say; the data's default is used then.
   - income_statement, balance_sheet, cash_flow, earnings: `frequency` (annual, quarterly, or ttm for \
 trailing twelve months) and `periods` (how many, newest first). "Last 3 quarters" is quarterly with \
-periods 3; "last 5 years" annual with periods 5; "QoQ" quarterly; "TTM" ttm. A named period is a \
-`start` and `end` (ISO dates, inclusive) around the period ends wanted: "Q3 2025" is quarterly from \
-2025-07-01 to 2025-09-30; "fiscal 2024" annual from 2024-01-01 to 2024-12-31.
+periods 3; "last 5 years" annual with periods 5; "QoQ" quarterly; "TTM" ttm. A named calendar period is \
+a `start` and `end` (ISO dates, inclusive) around the period ends wanted: "Q3 2025" is quarterly from \
+2025-07-01 to 2025-09-30; "calendar 2024" from 2024-01-01 to 2024-12-31. A fiscal period ("Q3 FY2025", \
+"fiscal 2024", "FY2025 Q3", "the fiscal third quarter of 2025") is the company's own, which may not follow \
+the calendar (NVIDIA's Q3 FY2025 ended in October 2024): put it in `fiscal_period` as "Q3 FY2025", "FY2024" \
+or "FY2022-FY2024", with the frequency, and leave start and end null; the company's calendar places it. \
+Keep the wording fiscal in the sub-question too.
   - price_history: either `period` (5d, 1mo, 3mo, 6mo, ytd, 1y, 5y, max) for a range ending today, or \
 `start` and `end` (ISO dates, inclusive, never after today), not both. "YTD" is ytd; "since March" \
 starts on March 1 of the latest March that has begun and ends today; "in 2024" is 2024-01-01 to \
@@ -125,7 +129,7 @@ Return:
 - gaps: the parts still unanswered or unsupported, one short phrase each. Empty when complete.
 - follow_up_queries: at most {max_sub_questions} new sub-questions that would close the gaps, in the same \
 form as the plan (question, type numerical|qualitative|analytical, tickers, data, and for numerical ones \
-the periods they need: frequency, periods, period, start, end, interval, limit). Do not repeat a \
+the periods they need: frequency, periods, period, start, end, interval, limit, fiscal_period). Do not repeat a \
 sub-question that was already asked: if it failed, ask it differently or drop it. Empty when complete, or \
 when more searching would not help.
 - contradictions: claims in different findings (or within one) that cannot both be true, such as two \

@@ -208,6 +208,12 @@ class SubQuestion(BaseModel):
     end: Annotated[date | None, _LENIENT] = Field(default=None, description="Last day, inclusive (YYYY-MM-DD).")
     interval: Annotated[HistoryInterval | None, _LENIENT] = Field(default=None, description="Price history bars.")
     limit: Annotated[int | None, _LENIENT] = Field(default=None, description="News: how many items.")
+    fiscal_period: Annotated[str | None, _LENIENT] = Field(
+        default=None,
+        description="Statements and earnings: the company's fiscal period as the question names it, such as "
+        "'Q3 FY2025', 'FY2024' or 'FY2022-FY2024'; null for calendar periods. Its months come from the "
+        "company's fiscal calendar, so it wins over start/end.",
+    )
 
 
 class QueryAnalysis(BaseModel):

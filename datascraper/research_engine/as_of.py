@@ -7,7 +7,7 @@ a source covers is named in its title where the market data client builds it.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 
 from datascraper.market_data.schemas import (
     FinancialStatement,
@@ -16,10 +16,7 @@ from datascraper.market_data.schemas import (
     PriceHistory,
     StatementFrequency,
 )
-
-# Companies on 52/53-week years end periods up to a week into the next month (a quarter ending on
-# 2025-01-03 is the December quarter): periods are labelled by the day a week before their end.
-_PERIOD_END_SLACK = timedelta(days=7)
+from datascraper.research_engine.fiscal_calendar import PERIOD_END_SLACK, FiscalCalendar
 
 
 def as_of_moment(result: MarketDataResult) -> datetime:
@@ -51,13 +48,21 @@ def bar_label(bar: PriceBar, history: PriceHistory) -> str:
     return bar.date.isoformat() if intraday(history) else bar.date.date().isoformat()
 
 
-def period_label(period_end: date, frequency: StatementFrequency) -> str:
-    """A statement period by its end: "FY2024" (the fiscal year, named by the year it ends in, as most
-    companies do), "2025-Q1" (the calendar quarter, so that companies with different fiscal years line up),
-    or "TTM 2025-03-31" (the twelve months to that date)."""
+def period_label(period_end: date, frequency: StatementFrequency, calendar: FiscalCalendar | None = None) -> str:
+    """A statement period by its end. On the company's fiscal `calendar`, by its fiscal name and the months
+    it covers: "Q3 FY2025 (Aug–Oct 2024)", "FY2024 (Oct 2023–Sep 2024)". Without one: "FY2024" (the fiscal
+    year, named by the year it ends in, as most companies do), "2025-Q1" (the calendar quarter, so that
+    companies with different fiscal years line up), or "TTM 2025-03-31" (the twelve months to that date).
+
+    Companies on 52/53-week years end periods up to a week into the next month (a quarter ending on
+    2025-01-03 is the December quarter): periods are read by the day a week before their end."""
     if frequency == "ttm":
         return f"TTM {period_end.isoformat()}"
-    labelled = period_end - _PERIOD_END_SLACK
+    if calendar is not None:
+        fiscal = calendar.period_ending(period_end, quarterly=frequency == "quarterly")
+        if fiscal is not None:
+            return fiscal.label
+    labelled = period_end - PERIOD_END_SLACK
     if frequency == "annual":
         return f"FY{labelled.year}"
     return f"{labelled.year}-Q{(labelled.month - 1) // 3 + 1}"

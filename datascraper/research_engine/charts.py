@@ -19,6 +19,7 @@ from typing import TypeVar
 from datascraper.market_data.schemas import FinancialStatement, MarketDataResult, PriceHistory, humanize
 from datascraper.openai_search import clean_url
 from datascraper.research_engine.as_of import as_of_moment, as_of_text, bar_label, period_label
+from datascraper.research_engine.fiscal_calendar import FiscalCalendar
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import ChartEvent, ChartSeries, Source
 
@@ -91,7 +92,7 @@ def _charts_of(finding: Finding, numbers: dict[str, int]) -> list[ChartEvent]:
     for group in _by_currency(histories):
         charts.extend(_price_chart(group))
     for group in _by_currency(statements):
-        charts.extend(_statement_charts(group, finding.step.question))
+        charts.extend(_statement_charts(group, finding.step.question, finding.fiscal_calendars))
     return charts
 
 
@@ -127,9 +128,12 @@ def _price_chart(histories: list[tuple[PriceHistory, int]]) -> list[ChartEvent]:
     ]
 
 
-def _statement_charts(statements: list[tuple[FinancialStatement, int]], question: str) -> list[ChartEvent]:
+def _statement_charts(
+    statements: list[tuple[FinancialStatement, int]], question: str, calendars: dict[str, FiscalCalendar]
+) -> list[ChartEvent]:
     first = statements[0][0]
     present = {line.name for statement, _ in statements for line in statement.lines}
+    calendar = _shared_calendar([statement.symbol for statement, _ in statements], calendars)
     charts = []
     for name in lines_asked(question, first.statement, present):
         series = []
@@ -137,7 +141,7 @@ def _statement_charts(statements: list[tuple[FinancialStatement, int]], question
             values = next((line.values for line in statement.lines if line.name == name), [])
             # The periods asked for only: the bases kept for growth rates are not what the question is about.
             points = [
-                (period_label(end, statement.frequency), value)
+                (period_label(end, statement.frequency, calendar), value)
                 for end, value in zip(statement.asked_periods, values, strict=False)
                 if value is not None
             ]
@@ -159,6 +163,15 @@ def _statement_charts(statements: list[tuple[FinancialStatement, int]], question
             )
         )
     return charts
+
+
+def _shared_calendar(symbols: list[str], calendars: dict[str, FiscalCalendar]) -> FiscalCalendar | None:
+    """The fiscal calendar periods are named by on a chart: the one every symbol shares. Companies whose
+    years end in different months are charted by calendar quarter, so that their bars line up."""
+    months = {calendars[symbol].year_end_month if symbol in calendars else None for symbol in symbols}
+    if len(months) != 1 or None in months:
+        return None
+    return calendars[symbols[0]]
 
 
 def lines_asked(question: str, statement: str, present: set[str]) -> list[str]:

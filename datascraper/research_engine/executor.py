@@ -18,11 +18,11 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import DeadlineExceeded, ResearchError
-from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
-from datascraper.research_engine.periods import market_data_request
+from datascraper.research_engine.fiscal_fetch import fetch_by_fiscal_period
+from datascraper.research_engine.periods import fiscal_ask, market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
 from datascraper.schemas import Route, StepEvent, SubQuestion, UsageLedger
 
@@ -126,18 +126,21 @@ async def answer_sub_question(
     if step.route == "market_data":
         emit(StepEvent(sub_question_id=step.id, state="started", route="market_data"))
         assert step.data is not None  # route_sub_question requires it
-        request = step.request
+        request, fiscal = step.request, step.fiscal
         if request is None:  # a step of an older checkpoint: its periods are in its wording
             asked = SubQuestion(question=step.question, type=step.type, data=step.data)
-            request = market_data_request(asked, today=today)
+            request, fiscal = market_data_request(asked, today=today), fiscal_ask(asked)
         try:
-            market = await fetch_market_data(
+            fetched = await fetch_by_fiscal_period(
                 step.tickers,
                 step.data,
                 question=step.question,
                 request=request,
+                ask=fiscal,
+                today=today,
                 timeout_s=config.market_data_timeout_s,
             )
+            market = fetched.finding
         except MarketDataError as exc:
             attempt.fallback_reason = exc.code
         else:
@@ -150,6 +153,7 @@ async def answer_sub_question(
                     route="market_data",
                     text=text,
                     market_data=market,
+                    fiscal_calendars=fetched.calendars,
                     elapsed_ms=_ms(started),
                 )
             attempt.fallback_reason = market.errors[0].code if market.errors else "no_data"

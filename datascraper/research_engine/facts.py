@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import combinations
@@ -46,6 +46,7 @@ from datascraper.market_data.schemas import (
     humanize,
 )
 from datascraper.research_engine.charts import lines_asked
+from datascraper.research_engine.fiscal_calendar import FiscalCalendar
 from datascraper.schemas import Fact, FactInput, FactKind, FactSource
 
 logger = logging.getLogger(__name__)
@@ -73,9 +74,13 @@ _RATIO_PERIODS = 2
 _PERIOD_NAMES = {"annual": "FY ending {}", "quarterly": "quarter ending {}", "ttm": "TTM ending {}"}
 
 
-def compute_facts(findings: Sequence[MarketDataFinding]) -> list[Fact]:
-    """The facts of a run's market data findings, numbered F1, F2, ... in the order of the findings."""
-    book = _FactBook()
+def compute_facts(
+    findings: Sequence[MarketDataFinding], calendars: Mapping[str, FiscalCalendar] | None = None
+) -> list[Fact]:
+    """The facts of a run's market data findings, numbered F1, F2, ... in the order of the findings. A
+    statement's periods are named on its company's fiscal calendar where `calendars` has it ("Q3 FY2025
+    (Aug–Oct 2024, ended 2024-10-27)"), else by their end ("quarter ending 2024-10-27")."""
+    book = _FactBook(calendars=dict(calendars or {}))
     seen: set[tuple[str, str]] = set()
     for finding in findings:
         for result in finding.results:
@@ -127,6 +132,17 @@ class _FactBook:
     facts: list[tuple[int, Fact]] = field(default_factory=list)
     # (what is compared, its unit) -> one figure per symbol
     comparables: dict[tuple[str, str], list[_Comparable]] = field(default_factory=dict)
+    calendars: dict[str, FiscalCalendar] = field(default_factory=dict)
+
+    def period(self, statement: FinancialStatement, value: FactInput) -> str:
+        """The period of `value`, named on its company's fiscal calendar when the book has it."""
+        calendar = self.calendars.get(statement.symbol)
+        if calendar is not None and statement.frequency != "ttm":
+            ended = date.fromisoformat(value.period)
+            fiscal = calendar.period_ending(ended, quarterly=statement.frequency == "quarterly")
+            if fiscal is not None:
+                return f"{fiscal.ref.name} ({fiscal.months}, ended {value.period})"
+        return _PERIOD_NAMES[statement.frequency].format(value.period)
 
     def add(self, fact: Fact, *, tier: int, compare_as: str | None = None) -> None:
         """Keep `fact`; `compare_as` (what it is, such as "Total Revenue growth, latest annual period")
@@ -209,7 +225,7 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
         previous = _previous(statement, i)
         base = inputs[previous] if previous is not None else None
         if base is not None:
-            between = f"{_period(statement, current)} vs {_period(statement, base)}"
+            between = f"{book.period(statement, current)} vs {book.period(statement, base)}"
             book.add(
                 _growth("growth", f"{current.symbol} {what} growth, {between}", current, base),
                 tier=HEADLINE if newest else OLDER,
@@ -220,7 +236,7 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
         earlier = _year_earlier(statement.periods, i) if frequency == "quarterly" else None
         year_base = inputs[earlier] if earlier is not None else None
         if year_base is not None:
-            between = f"{_period(statement, current)} vs {_period(statement, year_base)}"
+            between = f"{book.period(statement, current)} vs {book.period(statement, year_base)}"
             book.add(
                 _growth("yoy_growth", f"{current.symbol} {what} year over year, {between}", current, year_base),
                 tier=HEADLINE if newest else OLDER,
@@ -250,7 +266,7 @@ def _cagr_fact(statement: FinancialStatement, inputs: list[FactInput | None], wh
     years = round((statement.periods[0] - statement.periods[first_index]).days / 365.25)
     if years < 2:
         return
-    label = f"{last.symbol} {what} CAGR, {_period(statement, first)} to {_period(statement, last)}"
+    label = f"{last.symbol} {what} CAGR, {book.period(statement, first)} to {book.period(statement, last)}"
     book.add(_cagr(label, first, last, years), tier=DETAIL, compare_as=f"{what} CAGR over {years} years")
 
 
@@ -269,7 +285,7 @@ def _margin_facts(
         revenue = _input(statement, "TotalRevenue", i, source)
         if part is None or revenue is None:
             continue
-        label = f"{part.symbol} {name}, {_period(statement, part)}"
+        label = f"{part.symbol} {name}, {book.period(statement, part)}"
         formula = f"{humanize(line)} / Total Revenue x 100"
         if revenue.value <= 0:
             note = f"no margin: revenue is {'zero' if revenue.value == 0 else 'negative'}"
@@ -301,7 +317,7 @@ def _ratio_facts(
         bottom = _input(statement, denominator, i, source)
         if top is None or bottom is None:
             continue
-        label = f"{top.symbol} {name}, {_period(statement, top)}"
+        label = f"{top.symbol} {name}, {book.period(statement, top)}"
         formula = f"{humanize(numerator)} / {humanize(denominator)}"
         if bottom.value <= 0:
             state = "zero" if bottom.value == 0 else f"negative ({fmt(bottom.value)})"
@@ -324,10 +340,6 @@ def _input(statement: FinancialStatement, line: str, i: int, source: FactSource)
         return None
     period = statement.periods[i].isoformat()
     return FactInput(symbol=statement.symbol, line=line, period=period, value=value, source=source)
-
-
-def _period(statement: FinancialStatement, value: FactInput) -> str:
-    return _PERIOD_NAMES[statement.frequency].format(value.period)
 
 
 def _previous(statement: FinancialStatement, i: int) -> int | None:

@@ -18,6 +18,12 @@ import re
 from datetime import date, timedelta
 
 from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod, MarketDataRequest
+from datascraper.research_engine.fiscal_calendar import (
+    FiscalAsk,
+    FiscalCalendar,
+    FiscalPeriodRef,
+    calendar_period,
+)
 from datascraper.schemas import MarketDataKind, StatementFrequency, SubQuestion
 
 # How many statements a request may ask for: three years of quarters, ten fiscal years. Earnings reports
@@ -31,6 +37,10 @@ _QUARTERLY_RANGE_DAYS = 360
 # A price range wholly in the future is moved to end today, at this length at least, so it holds some bars.
 _MIN_SHIFTED_RANGE = timedelta(days=7)
 _STATEMENTS: frozenset[MarketDataKind] = frozenset({"income_statement", "balance_sheet", "cash_flow"})
+# The data whose periods a company names by its fiscal calendar.
+FISCAL_DATA: frozenset[MarketDataKind] = _STATEMENTS | {"earnings"}
+# An earnings report comes out within this long after the period it reports on closes.
+_REPORT_LAG = timedelta(days=90)
 _RANGE_MONTHS = {"1mo": 1, "3mo": 3, "6mo": 6, "1y": 12, "2y": 24, "5y": 60, "10y": 120}
 
 # Finest to coarsest. Yahoo keeps intraday bars only so far back (yfinance fails or returns nothing past
@@ -48,7 +58,8 @@ def market_data_request(sub_question: SubQuestion, *, today: date) -> MarketData
     data = sub_question.data
     if data is None:
         return MarketDataRequest()
-    asked = _merge(sub_question, read_wording(sub_question.question, data=data, today=today))
+    fiscal = fiscal_ask(sub_question)
+    asked = _merge(sub_question, read_wording(sub_question.question, data=data, today=today), fiscal=fiscal)
     if data in _STATEMENTS:
         return _statement_request(asked, today, balance_sheet=data == "balance_sheet")
     if data == "earnings":
@@ -60,10 +71,28 @@ def market_data_request(sub_question: SubQuestion, *, today: date) -> MarketData
     return MarketDataRequest()  # quotes, ratings and profiles have no periods
 
 
-def _merge(sub_question: SubQuestion, worded: MarketDataRequest) -> MarketDataRequest:
+def fiscal_ask(sub_question: SubQuestion) -> FiscalAsk | None:
+    """The fiscal periods a statement or earnings sub-question names: the analyzer's `fiscal_period`, else
+    the question's wording ("Q3 FY2025", "fiscal 2024"). Which months they are depends on the company, so
+    they are placed on its calendar once its statements are fetched (`resolve_fiscal`)."""
+    if sub_question.data not in FISCAL_DATA:
+        return None
+    for text in (sub_question.fiscal_period, sub_question.question):
+        if text and (ask := read_fiscal_wording(text)) is not None:
+            return ask
+    return None
+
+
+def _merge(sub_question: SubQuestion, worded: MarketDataRequest, *, fiscal: FiscalAsk | None) -> MarketDataRequest:
     """The analyzer's fields where it set them, the wording's elsewhere. A range is taken whole from one
     side (mixing the analyzer's start with the wording's period would be neither's request), and a count
-    from the wording only when it counts the same kind of period."""
+    from the wording only when it counts the same kind of period.
+
+    Fiscal periods win over any dates: an analyzer reading "Q3 FY2025" as July to September 2025 has read
+    it as calendar months, which for most companies is another quarter. Their dates are set once the
+    company's calendar is known."""
+    if fiscal is not None:
+        return MarketDataRequest(frequency=fiscal.frequency)
     said_range = any(value is not None for value in (sub_question.period, sub_question.start, sub_question.end))
     ranged = sub_question if said_range else worded
     frequency = sub_question.frequency or worded.frequency
@@ -168,6 +197,47 @@ def _news_request(asked: MarketDataRequest) -> MarketDataRequest:
     )
 
 
+def resolve_fiscal(
+    request: MarketDataRequest,
+    ask: FiscalAsk,
+    fiscal_calendar: FiscalCalendar | None,
+    *,
+    data: MarketDataKind,
+    symbol: str,
+    today: date,
+) -> MarketDataRequest:
+    """`request` bounded to the period ends (for earnings, the report dates) of the fiscal periods `ask`
+    names on `symbol`'s `fiscal_calendar`. Without one the periods are read as calendar months, and the
+    request says so in its corrections rather than guess."""
+    first, last = ask.first, ask.last
+    if last.ordinal() < first.ordinal():
+        first, last = last, first
+    if fiscal_calendar is not None:
+        start, end = fiscal_calendar.period(first).window[0], fiscal_calendar.period(last).window[1]
+    else:  # any period ending within the months named, as calendar wording is read
+        start, end = calendar_period(first).first_month, calendar_period(last).window[1]
+    if data == "earnings":
+        end += _REPORT_LAG  # a period's report comes out after it closes
+    corrections = list(request.corrections)
+    if fiscal_calendar is None:
+        corrections.append(
+            f"{symbol}'s fiscal calendar could not be read from its statements; {ask.name} is read as calendar "
+            f"months ({_calendar_months(first, last)})."
+        )
+    placed = MarketDataRequest(frequency=request.frequency or ask.frequency, start=start, end=end)
+    validated = (
+        _earnings_request(placed, today)
+        if data == "earnings"
+        else _statement_request(placed, today, balance_sheet=data == "balance_sheet")
+    )
+    return validated.model_copy(update={"corrections": [*corrections, *validated.corrections]})
+
+
+def _calendar_months(first: FiscalPeriodRef, last: FiscalPeriodRef) -> str:
+    begins, ends = calendar_period(first), calendar_period(last)
+    return ends.months if begins == ends else f"{begins.months} to {ends.months}"
+
+
 def _ordered(start: date | None, end: date | None, corrections: list[str]) -> tuple[date | None, date | None]:
     if start is not None and end is not None and start > end:
         corrections.append(f"The start {start} was after the end {end}; the two are swapped.")
@@ -262,15 +332,34 @@ _DAY = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTH}(?:\s+\d{{1,2}}(?!\d)(?:st|nd|rd|th
 _ORDINAL_QUARTER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 
 _TTM = re.compile(r"\b(?:ttm|ltm|trailing[- ](?:twelve|12)[- ]months?|last (?:twelve|12) months)\b")
+# Calendar quarters: "Q3 2025", "the third quarter of 2025", "Q3" alone. Fiscal wording is read (and taken
+# out of the text) before these, so "Q3 FY2025" never reaches them.
 _NAMED_QUARTERS = (
-    re.compile(rf"\bq([1-4])(?:\s+of)?(?:\s*{_FISCAL})?\s*'?(\d{{4}}|\d{{2}})?\b"),
-    re.compile(rf"\b{_FISCAL}\s*'?(?P<year>\d{{4}}|\d{{2}})\s+q(?P<n>[1-4])\b"),
-    re.compile(rf"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?:\s+of)?(?:\s+{_FISCAL})?(?:\s+({_YEAR}))?\b"),
+    re.compile(r"\bq([1-4])(?:\s+of)?\s*'?(\d{4}|\d{2})?\b"),
+    re.compile(rf"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?:\s+of)?(?:\s+({_YEAR}))?\b"),
+)
+_CALENDAR_YEARS = re.compile(
+    rf"\b(?:(?:in|during|for|of|over)\s+(?:calendar\s+(?:years?\s+)?|cy\s*)?|calendar\s+(?:years?\s+)?|cy\s*)({_YEAR})"
+    rf"(?:\s*(?:-|–|to|through|and)\s*(?:cy\s*)?({_YEAR}))?\b"
+)
+# "the quarter ending September 2025", "the year ended 2024-12-31": periods by the calendar day they end.
+_ENDING = re.compile(rf"\b(quarter|year|period)s?\s+end(?:ing|ed)\s+(?:in\s+|on\s+)?({_DAY})\b")
+
+# Fiscal wording, read first: each pattern names a quarter `n` (Q3, third) and a fiscal `year` (2025, 25).
+_FISCAL_YEAR = r"'?(?P<year>\d{4}|\d{2})"
+_ORDINAL = r"(?P<n>first|second|third|fourth|1st|2nd|3rd|4th)"
+_FISCAL_QUARTERS = (
+    re.compile(rf"\bq(?P<n>[1-4])\s+(?:of\s+)?{_FISCAL}\s*{_FISCAL_YEAR}\b"),  # Q3 FY2025, Q3 of fiscal 2025
+    re.compile(rf"\b{_FISCAL}\s*{_FISCAL_YEAR}\s+q(?P<n>[1-4])\b"),  # FY2025 Q3, fiscal 2025 Q3
+    re.compile(rf"\bfiscal\s+q(?P<n>[1-4])\s+(?:of\s+)?{_FISCAL_YEAR}\b"),  # fiscal Q3 2025
+    # the fiscal third quarter of 2025, the third fiscal quarter of (fiscal) 2025
+    re.compile(rf"\bfiscal\s+{_ORDINAL}\s+quarter\s+(?:of\s+)?(?:{_FISCAL}\s*)?{_FISCAL_YEAR}\b"),
+    re.compile(rf"\b{_ORDINAL}\s+fiscal\s+quarter\s+(?:of\s+)?(?:{_FISCAL}\s*)?{_FISCAL_YEAR}\b"),
+    re.compile(rf"\b{_ORDINAL}\s+quarter\s+(?:of\s+)?{_FISCAL}\s*{_FISCAL_YEAR}\b"),  # third quarter of FY2025
 )
 _FISCAL_YEARS = re.compile(
-    rf"\b{_FISCAL}\s*'?(\d{{4}}|\d{{2}})(?:\s*(?:-|–|to|through|and)\s*(?:fy\s*)?'?(\d{{4}}|\d{{2}}))?\b"
+    r"\b(?:fy|fiscal(?:\s+years?)?)\s*'?(\d{4}|\d{2})(?:\s*(?:-|–|to|through|and)\s*(?:fy\s*)?'?(\d{4}|\d{2}))?\b"
 )
-_CALENDAR_YEARS = re.compile(rf"\b(?:in|during|for|of|over)\s+({_YEAR})(?:\s*(?:-|–|to|through|and)\s*({_YEAR}))?\b")
 _LAST = re.compile(
     rf"\b(?:last|past|previous|prior|recent|trailing|latest|most recent)\s+(?:({_NUMBER})\s+)?(?:fiscal\s+)?"
     r"(quarter|year|month|week|trading day|day|session)s?\b"
@@ -293,11 +382,50 @@ _NEWS_COUNT = re.compile(
 _HISTORY_RANGE_FOR_MONTHS: dict[int, HistoryPeriod] = {1: "1mo", 3: "3mo", 6: "6mo", 12: "1y", 60: "5y"}
 
 
+def read_fiscal_wording(text: str) -> FiscalAsk | None:
+    """The fiscal periods `text` names ("Q3 FY2025", "FY2025 Q3", "fiscal third quarter of 2025", "fiscal
+    2024", "FY2022-FY2024"), or None when it names none. Several named quarters are the span from the first
+    to the last; quarters, when named, are what is asked rather than the years beside them."""
+    words = " ".join(text.lower().split())
+    quarters, years = _fiscal_matches(words)
+    refs = quarters or years
+    if not refs:
+        return None
+    return FiscalAsk(first=min(refs, key=FiscalPeriodRef.ordinal), last=max(refs, key=FiscalPeriodRef.ordinal))
+
+
+def _fiscal_matches(words: str) -> tuple[list[FiscalPeriodRef], list[FiscalPeriodRef]]:
+    """The fiscal quarters, then the fiscal years, that `words` name."""
+    quarters = [
+        FiscalPeriodRef(year=_year(match["year"]), quarter=_ORDINAL_QUARTER.get(match["n"]) or int(match["n"]))
+        for pattern in _FISCAL_QUARTERS
+        for match in pattern.finditer(words)
+    ]
+    years = [
+        FiscalPeriodRef(year=_year(year))
+        for match in _FISCAL_YEARS.finditer(_without_fiscal_quarters(words))
+        for year in (match[1], match[2])
+        if year
+    ]
+    return quarters, years
+
+
+def _without_fiscal_quarters(words: str) -> str:
+    for pattern in _FISCAL_QUARTERS:
+        words = pattern.sub(" ", words)
+    return words
+
+
 def read_wording(text: str, *, data: MarketDataKind, today: date) -> MarketDataRequest:
     """The periods the words of a question name for `data`, as asked (not yet validated): the fallback for
     the fields the analyzer left unset. Relative words read by kind: "last 3 quarters" counts three
     statements (the newest reported, however late) but spans nine months of prices; "last twelve months"
-    is `ttm` for a statement and `1y` of prices."""
+    is `ttm` for a statement and `1y` of prices.
+
+    Fiscal periods ("Q3 FY2025", "fiscal 2024") give statements and earnings only their frequency here:
+    their months depend on the company's calendar (`fiscal_ask`, `resolve_fiscal`). For other data they are
+    read as calendar months. Calendar wording ("Q3 2025", "calendar 2024", "the quarter ending September
+    2025") is read as calendar dates."""
     words = " ".join(text.lower().split())
     counted = data in _STATEMENTS or data == "earnings"
     fields: dict[str, object] = {}
@@ -309,12 +437,23 @@ def read_wording(text: str, *, data: MarketDataKind, today: date) -> MarketDataR
 
     if _TTM.search(words):
         fill(**({"frequency": "ttm"} if counted else {"period": "1y"}))
+    if (fiscal := read_fiscal_wording(words)) is not None:
+        if counted:
+            fill(frequency=fiscal.frequency)
+        else:
+            first, last = calendar_period(fiscal.first), calendar_period(fiscal.last)
+            closing = last.last_month
+            fill(start=first.first_month, end=closing.replace(day=calendar.monthrange(closing.year, closing.month)[1]))
+        words = _FISCAL_YEARS.sub(" ", _without_fiscal_quarters(words))
     quarters = [_named_quarter(match, today) for pattern in _NAMED_QUARTERS for match in pattern.finditer(words)]
     if quarters:  # several named quarters: the span from the first to the last
         fill(frequency="quarterly", start=min(q[0] for q in quarters), end=max(q[1] for q in quarters))
-    if match := _FISCAL_YEARS.search(words):
-        first, last = _year(match[1]), _year(match[2] or match[1])
-        fill(frequency="annual", start=date(min(first, last), 1, 1), end=date(max(first, last), 12, 31))
+    if match := _ENDING.search(words):
+        fill(
+            frequency={"quarter": "quarterly", "year": "annual"}.get(match[1]),
+            start=_parse_day(match[2], today, end=False),
+            end=_parse_day(match[2], today, end=True),
+        )
     for match in _LAST.finditer(words):
         fill(**_last_units(_count(match[1]), match[2], today, counted=counted))
     if _YTD.search(words):
@@ -355,12 +494,8 @@ def _last_units(count: int, unit: str, today: date, *, counted: bool) -> dict[st
 
 
 def _named_quarter(match: re.Match[str], today: date) -> tuple[date, date]:
-    groups = match.groupdict()
-    if groups:
-        n, year = int(groups["n"]), groups["year"]
-    else:
-        n = _ORDINAL_QUARTER[match[1]] if match[1] in _ORDINAL_QUARTER else int(match[1])
-        year = match[2]
+    n = _ORDINAL_QUARTER[match[1]] if match[1] in _ORDINAL_QUARTER else int(match[1])
+    year = match[2]
     if year is not None:
         return _quarter(n, _year(year))
     # "Q3" alone: the latest third quarter that has ended.

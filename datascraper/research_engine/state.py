@@ -17,7 +17,8 @@ from datascraper.errors import DeadlineExceeded
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
-from datascraper.research_engine.periods import market_data_request
+from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalCalendar
+from datascraper.research_engine.periods import fiscal_ask, market_data_request
 from datascraper.schemas import (
     ChartEvent,
     Fact,
@@ -51,6 +52,8 @@ class PlannedStep(BaseModel):
     # The validated periods of a market-data step. None in checkpoints written before periods were planned:
     # the executor then reads them from the question's wording.
     request: MarketDataRequest | None = None
+    # The fiscal periods it names ("Q3 FY2025"), placed on each company's calendar when its data is fetched.
+    fiscal: FiscalAsk | None = None
     # A follow-up asked to strengthen the evidence of an earlier sub-question (its id): its sources count
     # towards that sub-question's claims (`research_engine.confidence`).
     about: str | None = None
@@ -88,6 +91,7 @@ def plan_steps(sub_questions: list[SubQuestion], *, first_number: int, today: da
                 tickers=[t.strip().upper() for t in sq.tickers if t.strip()],
                 data=sq.data,
                 request=market_data_request(sq, today=today) if route == "market_data" else None,
+                fiscal=fiscal_ask(sq) if route == "market_data" else None,
             )
         )
     return steps
@@ -102,6 +106,8 @@ class Finding(BaseModel):
     text: str = ""
     sources: list[Source] = Field(default_factory=list)
     market_data: MarketDataFinding | None = None
+    # Each ticker's fiscal calendar, as its statements showed it: how its periods are named.
+    fiscal_calendars: dict[str, FiscalCalendar] = Field(default_factory=dict)
     fallback_reason: str | None = None  # why market data gave way to a web search
     error: str | None = None  # the error code of a failed sub-question
     elapsed_ms: int = 0

@@ -78,9 +78,9 @@ def render_findings(findings: Sequence[Finding], book: SourceBook, facts: Sequen
 
 def facts_of(findings: Sequence[Finding]) -> list[Fact]:
     """The figures computed from the market data the findings answered with, in plan order."""
-    return compute_facts(
-        [f.market_data for f in _in_plan_order(findings) if f.status == "answered" and f.market_data is not None]
-    )
+    answered = [f for f in _in_plan_order(findings) if f.status == "answered" and f.market_data is not None]
+    calendars = {symbol: calendar for f in answered for symbol, calendar in f.fiscal_calendars.items()}
+    return compute_facts([f.market_data for f in answered if f.market_data is not None], calendars)
 
 
 def render_facts(facts: Sequence[Fact], book: SourceBook) -> str:

@@ -456,8 +456,10 @@ APPLE_REVENUE = sub("What was Apple's annual revenue in fiscal 2021-2024?", "num
 MICROSOFT_REVENUE = sub(
     "What was Microsoft's annual revenue in fiscal 2021-2024?", "numerical", ["MSFT"], "income_statement"
 )
+# The fiscal years are named on Apple's calendar, which its annual statement shows (years ending in September).
 APPLE_GROWTH_LINE = (
-    "F1: AAPL Total Revenue growth, FY ending 2024-09-30 vs FY ending 2023-09-30 = +2.02% "
+    "F1: AAPL Total Revenue growth, FY2024 (Oct 2023–Sep 2024, ended 2024-09-30) vs FY2023 (Oct 2022–Sep 2023, "
+    "ended 2023-09-30) = +2.02% "
     "((current - base) / base x 100 = (391.04B - 383.29B) / 383.29B x 100) [1]"
 )
 

@@ -59,8 +59,9 @@ STATEMENT_CASES = [
     ("Apple's revenue over the trailing twelve months", {}, {"frequency": "ttm"}),
     ("Apple's revenue over the last 5 years", {}, {"frequency": "annual", "periods": 5}),
     ("Apple's annual revenue", {}, {"frequency": "annual"}),
-    ("Apple's revenue in fiscal 2024", {}, {"frequency": "annual", "start": D("2024-01-01"), "end": D("2024-12-31")}),
-    ("Apple's revenue in FY2021-FY2024", {}, {"frequency": "annual", "start": D("2021-01-01"), "end": D("2024-12-31")}),
+    # fiscal periods: their dates come from the company's calendar once its statements are fetched
+    ("Apple's revenue in fiscal 2024", {}, {"frequency": "annual"}),
+    ("Apple's revenue in FY2021-FY2024", {}, {"frequency": "annual"}),
     ("Apple's revenue in Q3 2025", {}, {"frequency": "quarterly", "start": D("2025-07-01"), "end": D("2025-09-30")}),
     ("Apple's revenue in the third quarter of 2025", {}, {"frequency": "quarterly", "start": D("2025-07-01"), "end": D("2025-09-30")}),
     ("Apple's Q3 revenue", {}, {"frequency": "quarterly", "start": D("2026-07-01"), "end": D("2026-09-30")}),
@@ -251,7 +252,7 @@ STATEMENT_CALLS = [
      ["2025-03-31", "2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
      "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"),
     ("Apple's trailing twelve months revenue", {}, "ttm", ["2025-03-31"], [], "(ttm), twelve months to 2025-03-31"),
-    ("Apple's revenue in fiscal 2022-2024", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30"], ["2021-09-30"],
+    ("Apple's annual revenue in 2022-2024", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30"], ["2021-09-30"],
      "(annual), 3 periods ending 2022-09-30 to 2024-09-30, with 1 earlier for growth"),
     ("Apple's revenue", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30", "2021-09-30"], [],
      "(annual), 4 periods ending 2021-09-30 to 2024-09-30"),
@@ -307,7 +308,7 @@ async def test_a_quarter_running_or_not_yet_reported_gives_the_latest_one_and_sa
 
 
 async def test_a_range_older_than_the_data_is_no_data_for_that_ticker(tool_calls):
-    finding = await fetched("Apple's revenue in fiscal 2015", "income_statement")
+    finding = await fetched("Apple's revenue in 2015", "income_statement")
 
     assert not finding.ok
     assert [(error.symbol, error.code, error.message) for error in finding.errors] == [
@@ -414,18 +415,23 @@ async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_
 
     events = await run(QUARTERLY_COMPARISON)
 
-    # quarterly statements were asked for, annual ones never
+    # quarterly statements were asked for, and annual ones only for the fiscal calendar that names the quarters
     assert {call for call in market_data.calls if call[1].startswith("income")} == {
         ("AAPL", "income:quarterly"),
         ("MSFT", "income:quarterly"),
+        ("AAPL", "income:yearly"),
+        ("MSFT", "income:yearly"),
     }
-    # the sources read quarterly, name the three quarters and count the earlier ones kept for growth
+    # the sources read quarterly, name the three quarters (by their end, and as each company's fiscal quarters)
+    # and count the earlier ones kept for growth
     sources = of_type(events, "sources")[-1].sources
     three_quarters = "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"
     assert [(s.n, s.kind, s.title, s.as_of) for s in sources] == [
-        (1, "market_data", f"Yahoo Finance — AAPL income statement {three_quarters}", "2025-03-31"),
-        (2, "market_data", f"Yahoo Finance — MSFT income statement {three_quarters}", "2025-03-31"),
-    ]
+        (1, "market_data", f"Yahoo Finance — AAPL income statement {three_quarters}; "
+         "Q4 FY2024 (Jul–Sep 2024) to Q2 FY2025 (Jan–Mar 2025)", "2025-03-31"),
+        (2, "market_data", f"Yahoo Finance — MSFT income statement {three_quarters}; "
+         "Q1 FY2025 (Jul–Sep 2024) to Q3 FY2025 (Jan–Mar 2025)", "2025-03-31"),
+    ]  # fmt: skip
     assert summary_of(events).sources == sources
     # the synthesizer got those three quarters, and the two before them marked as bases only
     [synthesis] = requests_of(fake_openai, is_synthesis)
@@ -433,10 +439,11 @@ async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_
         "quarterly income statement, periods ending 2025-03-31, 2024-12-31, 2024-09-30; then, not asked for and "
         "given only as growth bases, 2024-06-30, 2024-03-31\n"
     ) == 2
-    # the charts (one a sub-question) draw the quarters asked, oldest first
+    # the charts (one a sub-question) draw the quarters asked, oldest first, named as the company names them
     charts = of_type(events, "chart")
     assert [[(one.name, [x for x, _ in one.points]) for one in chart.series] for chart in charts] == [
-        [("AAPL", ["2024-Q3", "2024-Q4", "2025-Q1"])], [("MSFT", ["2024-Q3", "2024-Q4", "2025-Q1"])],
+        [("AAPL", ["Q4 FY2024 (Jul–Sep 2024)", "Q1 FY2025 (Oct–Dec 2024)", "Q2 FY2025 (Jan–Mar 2025)"])],
+        [("MSFT", ["Q1 FY2025 (Jul–Sep 2024)", "Q2 FY2025 (Oct–Dec 2024)", "Q3 FY2025 (Jan–Mar 2025)"])],
     ]
     # each quarter asked has its growth over the quarter before; the newest, over the same quarter a year
     # earlier (the fake's quarterly table reaches back to 2024-03-31, so only the newest has that base)
@@ -479,6 +486,8 @@ async def test_a_checkpoint_written_before_periods_were_planned_resumes_with_per
     assert {call for call in market_data.calls if call[1].startswith("income")} == {
         ("AAPL", "income:quarterly"),
         ("MSFT", "income:quarterly"),
+        ("AAPL", "income:yearly"),
+        ("MSFT", "income:yearly"),
     }
     titles = [source.title for source in of_type(events, "sources")[-1].sources]
     assert all("(quarterly), 3 periods ending 2024-09-30 to 2025-03-31" in title for title in titles) and len(titles) == 2

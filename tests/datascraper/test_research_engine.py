@@ -13,7 +13,7 @@ import pytest
 
 from datascraper.errors import StreamInterrupted
 from datascraper.market_data.schemas import MarketDataFinding, ToolResult
-from datascraper.research_engine import bypass, executor, run_research
+from datascraper.research_engine import bypass, executor, fiscal_fetch, run_research
 from datascraper.schemas import MarketDataKind, ResearchQuery, SourcesEvent
 from tests.datascraper.research_support import (
     MARKER,
@@ -491,7 +491,7 @@ async def test_a_sub_question_that_crashes_is_a_failed_step_and_the_run_still_an
     fake_openai, research_env, monkeypatch, caplog
 ):
     research_env(RESEARCH_MAX_ITERATIONS="1")
-    monkeypatch.setattr(executor, "fetch_market_data", malformed_market_data)
+    monkeypatch.setattr(fiscal_fetch, "fetch_market_data", malformed_market_data)
     script_analysis(fake_openai, APPLE_REVENUE, APPLE_ANALYSTS)
     script_search(fake_openai, "about Apple", Sentence("Most analysts rate Apple a buy.", cites=[REUTERS]))
     script_synthesis(fake_openai, "Analysts rate Apple a buy [1]; its revenue could not be retrieved.")
