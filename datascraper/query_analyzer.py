@@ -16,6 +16,7 @@ from typing import Literal
 
 from datascraper import prompts
 from datascraper.llm import parse_structured
+from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.models_config import ResearchConfig
 from datascraper.schemas import ChatTurn, QueryAnalysis, UsageLedger
 
@@ -134,7 +135,8 @@ def _ticker(symbol: str) -> str | None:
         ticker = symbol
     else:
         return None
-    return None if ticker in _NOT_TICKERS else ticker.replace(".", "-")
+    # Yahoo's spelling: VOD.L and 7203.T keep their exchange suffix, BRK.B becomes BRK-B.
+    return None if ticker in _NOT_TICKERS else yahoo_spelling(ticker)
 
 
 def match_fast_path(question: str) -> FastPathMatch | None:

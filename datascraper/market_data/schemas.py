@@ -67,6 +67,18 @@ _KEY_STATEMENT_LINES = (
     "CapitalExpenditure",
     "FreeCashFlow",
 )
+# The lines the computed facts read (ratios, margins, per-share figures): kept when a statement is cut.
+ESSENTIAL_STATEMENT_LINES = (
+    *_KEY_STATEMENT_LINES,
+    "CostOfRevenue",
+    "OperatingExpense",
+    "BasicEPS",
+    "CurrentAssets",
+    "CurrentLiabilities",
+    "OrdinarySharesNumber",
+    "RepurchaseOfCapitalStock",
+    "CashDividendsPaid",
+)
 
 
 class _Data(BaseModel):
@@ -100,6 +112,9 @@ class MarketDataResult(_Data):
 class Quote(MarketDataResult):
     price: float | None = None
     previous_close: float | None = None
+    previous_close_basis: str | None = Field(
+        default=None, description="Which previous close the change is measured from (the official one)."
+    )
     change: float | None = None
     change_percent: float | None = None
     open: float | None = None
@@ -116,7 +131,7 @@ class Quote(MarketDataResult):
 
     def summary_lines(self) -> list[str]:
         return [
-            f"price {fmt(self.price)}; previous close {fmt(self.previous_close)}; "
+            f"price {fmt(self.price)}; previous close {fmt(self.previous_close)} (official close); "
             f"change {fmt(self.change)} ({fmt_pct(self.change_percent)})",
             f"day range {fmt(self.day_low)}-{fmt(self.day_high)}; 52-week range {fmt(self.year_low)}-"
             f"{fmt(self.year_high)}; volume {fmt(self.volume)}; market cap {fmt(self.market_cap)}",
@@ -128,7 +143,10 @@ class PriceBar(_Data):
     open: float | None = None
     high: float | None = None
     low: float | None = None
-    close: float | None = None
+    close: float | None = Field(default=None, description="The close as traded that day (not adjusted).")
+    adj_close: float | None = Field(
+        default=None, description="Yahoo's dividend- and split-adjusted close, for total-return comparisons only."
+    )
     volume: int | None = None
 
 
@@ -150,7 +168,7 @@ class PriceHistory(MarketDataResult):
         first = self.bars[0].date.date() if self.bars else None
         last = self.bars[-1].date.date() if self.bars else None
         lines = [
-            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close {fmt(self.first_close)} -> "
+            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close as traded {fmt(self.first_close)} -> "
             f"{fmt(self.last_close)} ({fmt_pct(self.change_percent)}); high {fmt(self.period_high)}, "
             f"low {fmt(self.period_low)}"
         ]
@@ -200,8 +218,12 @@ class FinancialStatement(MarketDataResult):
             for i, period_end in enumerate(self.periods)
             if (start is None or period_end >= start) and (end is None or period_end <= end)
         ][:count]
+        notes = list(self.notes)
+        if count is not None and len(asked) < count:
+            # "The last 8 quarters" when Yahoo keeps 5: said, so the answer says it too.
+            notes.append(f"{count} periods were asked for; Yahoo Finance has {len(asked)} of them.")
         if len(asked) == len(self.periods):
-            return self
+            return self.model_copy(update={"notes": notes}) if notes != self.notes else self
         kept = _with_growth_bases(asked, self.periods)
         lines = [
             StatementLine(name=line.name, values=[line.values[i] for i in kept])
@@ -210,7 +232,9 @@ class FinancialStatement(MarketDataResult):
         ]
         periods = [self.periods[i] for i in kept]
         as_of = datetime.combine(periods[0], time.min, UTC) if periods else self.as_of
-        return self.model_copy(update={"periods": periods, "lines": lines, "as_of": as_of, "asked": len(asked)})
+        return self.model_copy(
+            update={"periods": periods, "lines": lines, "as_of": as_of, "asked": len(asked), "notes": notes}
+        )
 
     def summary_lines(self) -> list[str]:
         by_name = {line.name: line for line in self.lines}

@@ -21,7 +21,9 @@ import anyio.to_thread
 import numpy as np
 import pandas as pd
 import yfinance
-from yfinance.exceptions import YFInvalidPeriodError, YFRateLimitError, YFTickerMissingError
+from curl_cffi.requests.exceptions import HTTPError
+from yfinance.data import YfData
+from yfinance.exceptions import YFDataException, YFInvalidPeriodError, YFRateLimitError, YFTickerMissingError
 
 from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.errors import (
@@ -33,6 +35,7 @@ from datascraper.market_data.errors import (
     MarketDataUpstreamError,
     NoMarketData,
 )
+from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.market_data.schemas import (
     DEFAULT_NEWS_ITEMS,
     MAX_NEWS_ITEMS,
@@ -55,6 +58,7 @@ from datascraper.market_data.schemas import (
     StatementFrequency,
     StatementKind,
     StatementLine,
+    ESSENTIAL_STATEMENT_LINES,
 )
 
 logger = logging.getLogger(__name__)
@@ -85,11 +89,17 @@ _STATEMENT_FREQ = {"annual": "yearly", "quarterly": "quarterly", "ttm": "trailin
 _STATEMENT_PAGE = {"income": "financials", "balance": "balance-sheet", "cash_flow": "cash-flow"}
 _STATEMENT_NAME = {"income": "income statement", "balance": "balance sheet", "cash_flow": "cash flow statement"}
 
+# Quote currencies that are hundredths of the main one: London in pence, Johannesburg in cents, Tel Aviv in
+# agorot. Prices are given in the main unit, so that a market cap or a comparison never comes out 100x.
+SUB_UNITS = {"GBp": ("GBP", 100.0), "GBX": ("GBP", 100.0), "ZAc": ("ZAR", 100.0), "ZAC": ("ZAR", 100.0),
+             "ILA": ("ILS", 100.0)}
+PREVIOUS_CLOSE_BASIS = "regularMarketPreviousClose: the official close of the previous regular session"
+
 ResultT = TypeVar("ResultT", bound=MarketDataResult)
 
 
 class TickerLike(Protocol):
-    """The part of `yfinance.Ticker` the adapter uses; tests substitute a fake with the same shape."""
+    """The part of `yfinance.Ticker` the adapter uses (tests pass real Tickers wired to a fake Yahoo)."""
 
     @property
     def fast_info(self) -> Any: ...
@@ -107,6 +117,8 @@ class TickerLike(Protocol):
     def upgrades_downgrades(self) -> pd.DataFrame | None: ...
 
     def history(self, **kwargs: Any) -> pd.DataFrame: ...
+
+    def get_history_metadata(self) -> Mapping[str, Any]: ...
 
     def get_income_stmt(self, *, freq: str) -> pd.DataFrame | None: ...
 
@@ -128,7 +140,7 @@ def normalize_symbol(raw: str) -> str:
     if len(symbol) > _MAX_SYMBOL_CHARS or not _SYMBOL.fullmatch(symbol):
         shown = raw[:32] if isinstance(raw, str) else type(raw).__name__
         raise InvalidSymbol(f"{shown!r} is not a valid ticker symbol.")
-    return symbol
+    return yahoo_spelling(symbol)
 
 
 def yahoo_url(symbol: str, page: str = "") -> str:
@@ -149,6 +161,9 @@ class YahooFinanceAdapter:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._ticker: TickerFactory = ticker_factory or yfinance.Ticker
+        # yfinance swallows its errors by default: a 429 or a broken connection on statements comes back as an
+        # empty frame, which would read as "no data". Raised, they map to our codes.
+        yfinance.config.debug.hide_exceptions = False
         self.cache = cache if cache is not None else TTLCache()
         self.timeout_s = timeout_s
         self._now = now
@@ -238,8 +253,14 @@ class YahooFinanceAdapter:
     async def _fetch(
         self, model: type[ResultT], symbol: str, what: str, key: str, ttl_s: float, build: Callable[[], ResultT]
     ) -> ResultT:
+        def fresh() -> dict[str, Any]:
+            # Our cache missed, so this is a refetch: yfinance's process-wide `YfData.cache_get` (an lru_cache
+            # that keeps replies, failed ones included, for as long as the process lives) must not answer it.
+            YfData.cache_get.cache_clear()
+            return build().model_dump(mode="json")
+
         async def load() -> dict[str, Any]:
-            return await self._in_thread(lambda: build().model_dump(mode="json"), symbol, what)
+            return await self._in_thread(fresh, symbol, what)
 
         payload = await self.cache.get_or_fetch(f"{CACHE_KEY_PREFIX}:{key}", ttl_s, load)
         return model.model_validate(payload)
@@ -261,32 +282,42 @@ class YahooFinanceAdapter:
     # --- builders: run in a worker thread ----------------------------------------------------------
 
     def _quote(self, symbol: str) -> Quote:
-        info = self._ticker(symbol).fast_info
-        price = _num(info.get("lastPrice"))
+        # `info` carries Yahoo's official session figures (/v7/finance/quote and summaryDetail). fast_info is
+        # not used: its `previous_close` is the last trade of the day before, after-hours included, so after
+        # an earnings move the change would be off by the whole move.
+        info = self._ticker(symbol).info or {}
+        currency, divisor = _main_unit(_text(info.get("currency")))
+        price = _scaled(info.get("regularMarketPrice") or info.get("currentPrice"), divisor)
         if price is None:
             raise NoMarketData(f"Yahoo Finance has no quote for {symbol}.")
-        previous = _num(info.get("previousClose")) or _num(info.get("regularMarketPreviousClose"))
+        previous = _scaled(info.get("regularMarketPreviousClose"), divisor)
         change = price - previous if previous is not None else None
+        shares = _num(info.get("sharesOutstanding"))
         retrieved_at = self._now()
+        traded_at = _num(info.get("regularMarketTime"))
+        notes = [f"Prices converted from {info.get('currency')} to {currency} (1/{divisor:g})."] if divisor > 1 else []
         return Quote(
             symbol=symbol,
-            currency=_text(info.get("currency")),
-            as_of=retrieved_at,
+            currency=currency,
+            as_of=datetime.fromtimestamp(traded_at, UTC) if traded_at else retrieved_at,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol),
+            notes=notes,
             price=price,
             previous_close=previous,
+            previous_close_basis=PREVIOUS_CLOSE_BASIS,
             change=_num(change),
             change_percent=_num(change / previous * 100) if change is not None and previous else None,
-            open=_num(info.get("open")),
-            day_high=_num(info.get("dayHigh")),
-            day_low=_num(info.get("dayLow")),
-            volume=_int(info.get("lastVolume")),
-            market_cap=_num(info.get("marketCap")),
-            year_high=_num(info.get("yearHigh")),
-            year_low=_num(info.get("yearLow")),
-            fifty_day_average=_num(info.get("fiftyDayAverage")),
-            two_hundred_day_average=_num(info.get("twoHundredDayAverage")),
+            open=_scaled(info.get("regularMarketOpen"), divisor),
+            day_high=_scaled(info.get("regularMarketDayHigh"), divisor),
+            day_low=_scaled(info.get("regularMarketDayLow"), divisor),
+            volume=_int(info.get("regularMarketVolume")),
+            # Shares times the price in the main unit; Yahoo's own marketCap only when the share count is missing.
+            market_cap=_num(shares * price) if shares else _num(info.get("marketCap")),
+            year_high=_scaled(info.get("fiftyTwoWeekHigh"), divisor),
+            year_low=_scaled(info.get("fiftyTwoWeekLow"), divisor),
+            fifty_day_average=_scaled(info.get("fiftyDayAverage"), divisor),
+            two_hundred_day_average=_scaled(info.get("twoHundredDayAverage"), divisor),
             exchange=_text(info.get("exchange")),
             quote_type=_text(info.get("quoteType")),
         )
@@ -295,14 +326,17 @@ class YahooFinanceAdapter:
         self, symbol: str, period: str, start: date | None, end: date | None, interval: str
     ) -> PriceHistory:
         ticker = self._ticker(symbol)
+        # Traded closes (auto_adjust=False): "the close on 2024-03-15" is the price that day, not one lowered
+        # by every dividend since. The adjusted close comes along, labelled as such.
         if start is None and end is None:
-            frame = ticker.history(period=period, interval=interval)
+            frame = ticker.history(period=period, interval=interval, auto_adjust=False)
         else:
             # yfinance's `end` is exclusive; a reader's "to June 6" includes June 6.
             frame = ticker.history(
                 start=start.isoformat() if start else None,
                 end=(end + timedelta(days=1)).isoformat() if end else None,
                 interval=interval,
+                auto_adjust=False,
             )
         if frame is None or frame.empty:
             raise NoMarketData(f"Yahoo Finance has no price history for {symbol} in that range.")
@@ -317,14 +351,26 @@ class YahooFinanceAdapter:
             )
         else:
             picked = frame
+        currency, divisor = _main_unit(_currency(symbol, lambda: ticker.get_history_metadata().get("currency")))
+        if divisor > 1:
+            frame = frame.assign(**{c: frame[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close")
+                                    if c in frame})
+            picked = picked.assign(**{c: picked[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close")
+                                      if c in picked})
+            notes.append(f"Prices converted to {currency} from its hundredths (1/{divisor:g}).")
+        adjusted = picked["Adj Close"] if "Adj Close" in picked else [None] * len(picked)
         bars = [
-            PriceBar(date=_moment(ts), open=_num(o), high=_num(h), low=_num(lo), close=_num(c), volume=_int(v))
-            for ts, o, h, lo, c, v in zip(
+            PriceBar(
+                date=_moment(ts), open=_num(o), high=_num(h), low=_num(lo), close=_num(c), adj_close=_num(a),
+                volume=_int(v),
+            )
+            for ts, o, h, lo, c, a, v in zip(
                 picked.index,
                 picked["Open"],
                 picked["High"],
                 picked["Low"],
                 picked["Close"],
+                adjusted,
                 picked["Volume"],
                 strict=True,
             )
@@ -334,7 +380,7 @@ class YahooFinanceAdapter:
         retrieved_at = self._now()
         return PriceHistory(
             symbol=symbol,
-            currency=_currency(symbol, lambda: ticker.fast_info.get("currency")),
+            currency=currency,
             as_of=bars[-1].date,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "history"),
@@ -362,7 +408,11 @@ class YahooFinanceAdapter:
             "balance": ticker.get_balance_sheet,
             "cash_flow": ticker.get_cashflow,
         }[statement]
-        frame = getter(freq=_STATEMENT_FREQ[frequency])
+        try:
+            frame = getter(freq=_STATEMENT_FREQ[frequency])
+        except IndexError:
+            # yfinance takes the first column of a trailing table without checking there is one.
+            frame = None
         name = _STATEMENT_NAME[statement]
         if frame is not None:
             # Yahoo pads tables with periods and lines that carry no value at all.
@@ -372,8 +422,15 @@ class YahooFinanceAdapter:
         frame = frame[sorted(frame.columns, reverse=True)]
         notes = []
         if len(frame) > MAX_STATEMENT_LINES:
-            notes.append(f"Showing the first {MAX_STATEMENT_LINES} of {len(frame)} line items.")
-            frame = frame.iloc[:MAX_STATEMENT_LINES]
+            # yfinance orders lines as Yahoo's site does, the ratio inputs (revenue, debt, equity, cash) late:
+            # those are kept first, then the others in order.
+            essential = set(ESSENTIAL_STATEMENT_LINES)
+            kept = [name for name in frame.index if name in essential]
+            kept += [name for name in frame.index if name not in essential][: MAX_STATEMENT_LINES - len(kept)]
+            notes.append(
+                f"Showing {len(kept)} of {len(frame)} line items: the key lines, then the first others in Yahoo's order."
+            )
+            frame = frame.loc[[name for name in frame.index if name in set(kept)]]
         periods = [_moment(column).date() for column in frame.columns]
         return FinancialStatement(
             symbol=symbol,
@@ -396,6 +453,8 @@ class YahooFinanceAdapter:
         frame = ticker.get_earnings_dates(limit=EARNINGS_DATES_LIMIT)
         if frame is None or frame.empty:
             raise NoMarketData(f"Yahoo Finance has no earnings dates for {symbol}.")
+        # yfinance returns Yahoo's whole page (25 rows) whatever the limit: keep the newest rows asked for.
+        frame = frame.sort_index(ascending=False).head(EARNINGS_DATES_LIMIT)
         retrieved_at = self._now()
         events = [
             EarningsEvent(
@@ -420,9 +479,25 @@ class YahooFinanceAdapter:
 
     def _analyst_ratings(self, symbol: str) -> AnalystRatings:
         ticker = self._ticker(symbol)
-        summary = ticker.recommendations_summary
-        targets = ticker.analyst_price_targets or {}
-        changes = ticker.upgrades_downgrades
+        notes: list[str] = []
+        failures: list[Exception] = []
+
+        def part(name: str, read: Callable[[], Any]) -> Any:
+            """One part on its own: a part Yahoo has nothing for, or that fails, leaves the others intact."""
+            try:
+                return read()
+            except YFDataException:
+                # yfinance raises on an empty upgrade/downgrade list, whatever `hide_exceptions` says.
+                notes.append(f"Yahoo Finance has no {name} for {symbol}.")
+            except Exception as exc:
+                failures.append(exc)
+                notes.append(f"The {name} could not be fetched from Yahoo Finance.")
+            return None
+
+        summary = part("recommendation trend", lambda: ticker.recommendations_summary)
+        targets = part("price targets", lambda: ticker.analyst_price_targets) or {}
+        changes = part("upgrade and downgrade history", lambda: ticker.upgrades_downgrades)
+        currency, divisor = _main_unit(_currency(symbol, lambda: ticker.get_history_metadata().get("currency")))
         trend = [
             RecommendationTrend(
                 period=str(row.get("period", "")),
@@ -434,7 +509,9 @@ class YahooFinanceAdapter:
             )
             for _, row in (summary.iterrows() if summary is not None else ())
         ]
-        target = PriceTarget(**{key: _num(targets.get(key)) for key in ("current", "low", "high", "mean", "median")})
+        target = PriceTarget(
+            **{key: _scaled(targets.get(key), divisor) for key in ("current", "low", "high", "mean", "median")}
+        )
         recent: list[RatingChange] = []
         if changes is not None and not changes.empty:
             for ts, row in changes.sort_index(ascending=False).head(MAX_RATING_CHANGES).iterrows():
@@ -449,14 +526,17 @@ class YahooFinanceAdapter:
                 )
         has_target = any(value is not None for value in target.model_dump().values())
         if not trend and not has_target and not recent:
+            if failures:
+                raise failures[0]
             raise NoMarketData(f"Yahoo Finance has no analyst ratings for {symbol}.")
         retrieved_at = self._now()
         return AnalystRatings(
             symbol=symbol,
-            currency=_currency(symbol, lambda: ticker.fast_info.get("currency")),
+            currency=currency,
             as_of=retrieved_at,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "analysis"),
+            notes=notes,
             trend=trend,
             price_target=target if has_target else None,
             recent_changes=recent,
@@ -540,6 +620,18 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
+def _main_unit(currency: str | None) -> tuple[str | None, float]:
+    """The main currency of a quote currency and the divisor into it: GBp is (GBP, 100), USD is (USD, 1)."""
+    if currency in SUB_UNITS:
+        return SUB_UNITS[currency]
+    return currency, 1.0
+
+
+def _scaled(value: Any, divisor: float) -> float | None:
+    number = _num(value)
+    return number / divisor if number is not None else None
+
+
 def _currency(symbol: str, lookup: Callable[[], Any]) -> str | None:
     """The currency from its own upstream call, or None when that call fails: the figures already fetched
     are worth more than the currency label, so a failed lookup must not fail them."""
@@ -584,6 +676,11 @@ def _upstream_failure(exc: Exception, symbol: str, what: str) -> MarketDataError
         # KeyError('currentTradingPeriod'). Logged, in case it is Yahoo's format changing instead.
         logger.warning("Yahoo Finance answered the %s of %s without %s", what, symbol, exc)
         return NoMarketData(f"Yahoo Finance has no {what} for {symbol}; the symbol may be unknown or delisted.")
+    if isinstance(exc, HTTPError) and getattr(exc.response, "status_code", None) == 404:
+        # Yahoo answers 404 to quoteSummary for a symbol it does not know.
+        return NoMarketData(f"Yahoo Finance has no {what} for {symbol}; the symbol may be unknown or delisted.")
+    if isinstance(exc, HTTPError) and getattr(exc.response, "status_code", None) == 429:
+        return MarketDataRateLimited(f"Yahoo Finance is rate limiting requests; retry the {what} of {symbol} shortly.")
     if isinstance(exc, YFInvalidPeriodError):
         return InvalidArgument(f"Yahoo Finance does not offer that period and interval for {symbol}.")
     # The traceback only when debugging: upstream failures are routine, and the sentence says enough.

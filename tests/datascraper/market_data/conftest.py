@@ -30,7 +30,8 @@ def fake_yahoo() -> Iterator[FakeYahoo]:
 
 @pytest.fixture
 def adapter(fake_yahoo: FakeYahoo) -> YahooFinanceAdapter:
-    return YahooFinanceAdapter(fake_yahoo.ticker, cache=TTLCache(), timeout_s=0.3, now=lambda: NOW)
+    # Real yfinance parses a 20-year chart in about half a second on a loaded machine.
+    return YahooFinanceAdapter(fake_yahoo.ticker, cache=TTLCache(), timeout_s=1.5, now=lambda: NOW)
 
 
 @pytest.fixture

@@ -172,7 +172,7 @@ async def test_n_concurrent_identical_tool_calls_make_one_upstream_call(fake_yah
     fake_yahoo.gate.set()
     results = await asyncio.gather(*calls)
 
-    assert fake_yahoo.upstream_calls("AAPL") == 1
+    assert fake_yahoo.upstream_calls("AAPL", "quoteSummary") == 1  # one quote fetch
     assert all(not result.is_error for result in results)
     assert len({result.structured_content["price"] for result in results}) == 1
 
@@ -186,7 +186,7 @@ async def test_a_quote_is_served_from_cache_until_its_ttl(fake_yahoo: FakeYahoo)
     clock.now += QUOTE_TTL_S
     await adapter.quote("AAPL")
 
-    assert fake_yahoo.upstream_calls("AAPL") == 2
+    assert fake_yahoo.upstream_calls("AAPL", "quoteSummary") == 2
 
 
 async def test_the_django_cache_backs_the_store_inside_the_app(fake_yahoo: FakeYahoo) -> None:
@@ -199,7 +199,7 @@ async def test_the_django_cache_backs_the_store_inside_the_app(fake_yahoo: FakeY
     second = await adapter.quote("MSFT")
 
     assert first == second
-    assert fake_yahoo.upstream_calls("MSFT") == 1
+    assert fake_yahoo.upstream_calls("MSFT", "quoteSummary") == 1
     assert await django_cache.aget("market_data:v1:quote:MSFT") == first.model_dump(mode="json")
 
 

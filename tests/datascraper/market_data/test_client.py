@@ -42,34 +42,34 @@ def installed(server: MarketDataServer) -> Iterator[MarketDataClient]:
 @pytest.mark.parametrize(
     ("data", "tool", "upstream", "title"),
     [
-        ("quote", "get_quote", "fast_info", "Yahoo Finance — AAPL quote"),
+        ("quote", "get_quote", "quoteSummary", "Yahoo Finance — AAPL quote"),
         (
             "price_history",
             "get_price_history",
-            "history",
+            "chart",
             "Yahoo Finance — AAPL price history (1 month, 2025-05-16 to 2025-06-13)",
         ),
         (
             "income_statement",
             "get_financial_statement",
             "income:yearly",
-            "Yahoo Finance — AAPL income statement (annual), 4 periods ending 2021-09-30 to 2024-09-30",
+            "Yahoo Finance — AAPL income statement (annual), 4 periods ending 2021-09-25 to 2024-09-28",
         ),
         (
             "balance_sheet",
             "get_financial_statement",
             "balance:yearly",
-            "Yahoo Finance — AAPL balance sheet (annual), 4 periods ending 2021-09-30 to 2024-09-30",
+            "Yahoo Finance — AAPL balance sheet (annual), 4 periods ending 2021-09-25 to 2024-09-28",
         ),
         (
             "cash_flow",
             "get_financial_statement",
             "cash_flow:yearly",
-            "Yahoo Finance — AAPL cash flow statement (annual), 4 periods ending 2021-09-30 to 2024-09-30",
+            "Yahoo Finance — AAPL cash flow statement (annual), 4 periods ending 2021-09-25 to 2024-09-28",
         ),
         ("earnings", "get_earnings", "earnings_dates", "Yahoo Finance — AAPL earnings"),
-        ("analyst_ratings", "get_analyst_ratings", "recommendations_summary", "Yahoo Finance — AAPL analyst ratings"),
-        ("company_profile", "get_company_profile", "info", "Yahoo Finance — AAPL company profile"),
+        ("analyst_ratings", "get_analyst_ratings", "quoteSummary", "Yahoo Finance — AAPL analyst ratings"),
+        ("company_profile", "get_company_profile", "quoteSummary", "Yahoo Finance — AAPL company profile"),
         ("news", "get_news", "news", "Yahoo Finance — AAPL news"),
     ],
 )
@@ -99,7 +99,12 @@ async def test_tickers_are_fetched_concurrently_one_call_each(
 
     assert finding.tickers == ["AAPL", "MSFT", "7203.T"]
     assert [result.symbol for result in finding.results] == ["AAPL", "MSFT", "7203.T"]
-    assert sorted(fake_yahoo.calls) == [("7203.T", "fast_info"), ("AAPL", "fast_info"), ("MSFT", "fast_info")]
+    # One quote fetch per ticker (a quote is Yahoo's quoteSummary and /v7/finance/quote).
+    assert sorted(call for call in fake_yahoo.calls if call[1] == "quoteSummary") == [
+        ("7203.T", "quoteSummary"),
+        ("AAPL", "quoteSummary"),
+        ("MSFT", "quoteSummary"),
+    ]
     assert finding.results[2].data["currency"] == "JPY"
 
 
@@ -143,8 +148,8 @@ async def test_the_summary_gives_numbers_with_as_of_dates_and_pages(installed: M
     finding = await fetch_market_data(["AAPL", "EMPTY"], "income_statement")
 
     summary = finding.summary_text()
-    title = "Yahoo Finance — AAPL income statement (annual), 4 periods ending 2021-09-30 to 2024-09-30"
-    assert f"{title} (as of 2024-09-30, currency USD;" in summary
+    title = "Yahoo Finance — AAPL income statement (annual), 4 periods ending 2021-09-25 to 2024-09-28"
+    assert f"{title} (as of 2024-09-28, currency USD;" in summary
     assert "https://finance.yahoo.com/quote/AAPL/financials" in summary
     assert "Total Revenue: 391.04B, 383.29B, 394.33B, 365.82B" in summary
     assert "EMPTY: no_data: Yahoo Finance has no annual income statement for EMPTY." in summary

@@ -22,11 +22,30 @@ from tests.fakes.yfinance import FakeYahoo
         ("7203.T", "7203.T"),
         ("0700.HK", "0700.HK"),
         ("BTC-USD", "BTC-USD"),
-        ("RDS.A", "RDS.A"),
         ("VOD.L", "VOD.L"),
     ],
 )
 def test_yahoo_spellings_are_accepted_in_upper_case(raw: str, symbol: str) -> None:
+    assert normalize_symbol(raw) == symbol
+
+
+@pytest.mark.parametrize(
+    ("raw", "symbol"),
+    [
+        # Exchange suffixes are part of the symbol: London, Tokyo, Hong Kong, Frankfurt (Xetra), Paris, Toronto.
+        ("vod.l", "VOD.L"),
+        ("7203.T", "7203.T"),
+        ("0700.hk", "0700.HK"),
+        ("SAP.DE", "SAP.DE"),
+        ("MC.PA", "MC.PA"),
+        ("RY.TO", "RY.TO"),
+        # A share class after a dot is Yahoo's dash.
+        ("BRK.B", "BRK-B"),
+        ("brk.a", "BRK-A"),
+        ("RDS.A", "RDS-A"),
+    ],
+)
+def test_exchange_suffixes_are_kept_and_share_classes_take_a_dash(raw: str, symbol: str) -> None:
     assert normalize_symbol(raw) == symbol
 
 
