@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_eventstream",
     "ninja",
+    "config.apps.ProjectConfig",  # registers the project's checks
     "chat",
 ]
 
