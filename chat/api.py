@@ -38,6 +38,7 @@ from chat.services.admission import (
 from chat.services.conversations import create_conversation, post_user_message
 from chat.services.run_backends import QueueUnavailable, start_run
 from chat.services.runs import cancel_run, reap_if_orphaned
+from datascraper.llm.lifecycle import latest_report
 
 logger = logging.getLogger(__name__)
 
@@ -286,4 +287,5 @@ async def cancel_run_view(request: HttpRequest, run_id: uuid.UUID):
 async def admission_status_view(request: HttpRequest):
     if not await may_see_status(request.auth):
         raise ApiError(404, "not_found", "No such API endpoint.")
-    return StatusOut.model_validate(await admission_status(), from_attributes=True)
+    status = StatusOut.model_validate(await admission_status(), from_attributes=True)
+    return status.model_copy(update={"models": latest_report()})

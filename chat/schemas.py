@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from datascraper.schemas import Chart, CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
+from datascraper.llm.lifecycle import ModelLifecycleReport
 
 MAX_QUESTION_CHARS = 8000
 
@@ -168,3 +169,8 @@ class StatusOut(BaseModel):
     limits: AdmissionLimitsOut
     backend: str = Field(description="Where runs execute: 'inprocess' or 'queue'.")
     workers: int | None = Field(description="Queue backend: workers alive (null in-process).")
+    models: ModelLifecycleReport | None = Field(
+        default=None,
+        description="This process's last check of the configured models against the provider's list (shutdown "
+        "dates, models no longer served); null before the first check or without a key.",
+    )

@@ -18,6 +18,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 from datascraper.llm import warm_up_models
+from datascraper.llm.lifecycle import start_model_check
 from datascraper.market_data.session import close_market_data_client, start_market_data
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -35,6 +36,7 @@ class MarketDataLifespan:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                start_model_check()  # in the background: a slow provider never holds the start
                 if settings.RUNS_BACKEND == "inprocess":  # with the queue, the workers run the research
                     # The models warm on this loop while the server starts; neither can fail the startup.
                     await asyncio.gather(start_market_data(), warm_up_models())

@@ -253,6 +253,8 @@ class WebSearchStream:
         if self._started:
             raise RuntimeError("A WebSearchStream can be iterated only once.")
         self._started = True
+        if self._web_search:
+            breaker.WEB_SEARCH.check()  # before anything is sent or counted
         client = get_openai_client()
         try:
             # `aclosing`: a consumer that stops early closes the HTTP stream now, not at garbage collection.
@@ -271,7 +273,6 @@ class WebSearchStream:
         # transform walked them for about 0.4 ms of CPU per call.
         body: dict[str, Any] = {"input": self._input()}
         if self._web_search:
-            breaker.WEB_SEARCH.check()
             body["tools"] = [WEB_SEARCH_TOOL]
         request = client.responses.with_streaming_response.create(
             model=self.model,

@@ -26,6 +26,7 @@ from chat.db_calls import db_call
 from chat.models import ResearchRun
 from chat.services import leases, runs
 from datascraper.llm import warm_up_models
+from datascraper.llm.lifecycle import start_model_check
 from datascraper.market_data.session import start_market_data
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ async def serve(*, concurrency: int, grace: float) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     # Ready before the first job is fetched (bounded by MARKET_DATA_WARM_TIMEOUT, never fatal), as a web process.
+    start_model_check()  # in the background, as a web process does
     await asyncio.gather(start_market_data(), warm_up_models())
     with app.replace_connector(connector):
         async with app.open_async():

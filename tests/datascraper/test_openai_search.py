@@ -128,7 +128,7 @@ async def test_answer_streams_with_markers_that_all_resolve_and_collects_usage(f
         (2, FT[1], FT[0]),
         (3, CNBC[1], CNBC[0]),
     ]
-    assert result.usage == ModelUsage(calls=1, input_tokens=800, output_tokens=120)
+    assert result.usage == ModelUsage(calls=1, input_tokens=800, output_tokens=120, web_search_calls=1)
     assert ledger.by_model == {"gpt-5.4": result.usage}
 
 
@@ -152,7 +152,7 @@ async def test_request_uses_hosted_web_search_with_history_and_todays_date(fake_
     (request,) = fake_openai.requests
     assert request.model == "gpt-5.4"
     assert request.stream and request.body["tools"] == [{"type": "web_search"}]
-    assert "reasoning" not in request.body and "temperature" not in request.body
+    assert request.body["reasoning"] == {"effort": "low"} and "temperature" not in request.body
     assert request.body["input"] == [
         {"role": "user", "content": "Tell me about Apple."},
         {"role": "assistant", "content": "Apple..."},

@@ -589,6 +589,7 @@ class FakeOpenAIServer:
         self.catalogue: dict[str, FakeModel] = dict(CATALOGUE)
         self.today: date = date.today()
         self.revoked_keys: set[str] = set()
+        self.models_delay_s = 0.0  # how long `GET /v1/models` takes (a slow provider at process start)
 
     # lifecycle
 
@@ -695,6 +696,7 @@ class FakeOpenAIServer:
             if not key or key in self.revoked_keys:
                 raise Refused(401, "Incorrect API key provided (fake).", code="invalid_api_key")
             if request.method == "GET" and request.path.startswith("/v1/models"):
+                await exchange.pause(self.models_delay_s)
                 request.status = 200
                 await exchange.respond_json(200, self._models(request.path.removeprefix("/v1/models").strip("/")))
                 return

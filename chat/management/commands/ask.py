@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from chat.schemas import MAX_QUESTION_CHARS, known_timezone
 from chat.services.completions import format_sources
 from datascraper.errors import ResearchError
+from datascraper.llm.lifecycle import ModelLifecycleReport, check_models
 from datascraper.market_data.session import warm_up_market_data
 from datascraper.models_config import get_research_config
 from datascraper.research_engine import run_research
@@ -37,6 +38,9 @@ from datascraper.schemas import (
 
 STEP_MARKS = {"started": "…", "done": "✓", "failed": "✗", "fallback": "↻"}
 EXIT_INTERRUPTED = 130
+
+
+MODEL_CHECK_GRACE_S = 1.0
 
 
 class Command(BaseCommand):
@@ -85,6 +89,11 @@ class Command(BaseCommand):
     async def ask(self, query: ResearchQuery) -> None:
         sources: list[Source] = []
         answered = False
+        # The configured models are checked beside the question, never before it: a warning is printed
+        # when the check ends; one still unfinished a second after the answer is dropped.
+        models = asyncio.create_task(check_models()) if get_research_config().is_configured else None
+        if models is not None:
+            models.add_done_callback(self.report_models)
         try:
             async for event in run_research(query):
                 if isinstance(event, DeltaEvent):
@@ -103,7 +112,21 @@ class Command(BaseCommand):
             if answered:
                 self.stdout.write(format_sources(sources))
             raise CommandError(f"{exc.code}: {exc.message}") from exc
+        finally:
+            if models is not None:
+                await asyncio.wait({models}, timeout=MODEL_CHECK_GRACE_S)
+                models.cancel()
         self.stdout.write(format_sources(sources))
+
+    def report_models(self, task: asyncio.Task[ModelLifecycleReport]) -> None:
+        if task.cancelled():
+            return
+        report = task.result()
+        if report.error:
+            self.progress(f"! the configured models could not be checked: {report.error}")
+        for check in report.checks:
+            if check.level != "ok":
+                self.progress(f"! {check.message}")
 
     def progress(self, line: str) -> None:
         self.stderr.write(line)

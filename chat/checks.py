@@ -1,0 +1,45 @@
+"""`manage.py check`: the configured models against the provider's list (see `datascraper.llm.lifecycle`).
+
+A model with a shutdown announced is a warning, one the provider does not serve is an error, both naming
+the setting to change. Without a key there is nothing to check. The list is read once, bounded; a check run
+from inside an event loop (where it cannot wait) reports the last result of this process instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.core import checks
+
+from datascraper.llm.lifecycle import ModelLifecycleReport, check_models, latest_report
+from datascraper.models_config import get_research_config
+
+CHECK_TIMEOUT_S = 5.0
+
+
+def _report() -> ModelLifecycleReport | None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(check_models(timeout_s=CHECK_TIMEOUT_S))
+    return latest_report()
+
+
+@checks.register("models")
+def configured_models_are_live(app_configs: object = None, **kwargs: object) -> list[checks.CheckMessage]:
+    if not get_research_config().is_configured:
+        return []
+    report = _report()
+    if report is None:
+        return []
+    messages: list[checks.CheckMessage] = []
+    if report.error is not None:
+        messages.append(
+            checks.Warning(f"The configured models could not be checked: {report.error}", id="chat.W101")
+        )
+    for check in report.checks:
+        if check.level == "error":
+            messages.append(checks.Error(check.message, hint=f"Set {check.setting}.", id="chat.E102"))
+        elif check.level == "warning":
+            messages.append(checks.Warning(check.message, hint=f"Set {check.setting}.", id="chat.W103"))
+    return messages
