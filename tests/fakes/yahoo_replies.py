@@ -132,13 +132,14 @@ def chart(listing: Listing, params: dict[str, str], *, nans: bool = False) -> di
 
 
 def _adjustment_factors(listing: Listing, days: pd.DatetimeIndex, closes: np.ndarray) -> np.ndarray:
-    """Yahoo's dividend adjustment: each bar before an ex-date is scaled by (1 - dividend / prior close)."""
+    """Yahoo's dividend adjustment over the whole history, whatever window is asked: each bar before an
+    ex-date is scaled by (1 - dividend / the close before the ex-date)."""
     factors = np.ones(len(days))
     for ex_date, amount in listing.dividends().items():
         before = days.date < ex_date
-        if before.any() and not before.all():
-            prior_close = closes[np.flatnonzero(before)[-1]]
-            factors[before] *= 1 - amount / prior_close
+        if before.any():
+            prior_day = pd.bdate_range(end=ex_date - timedelta(days=1), periods=1)
+            factors[before] *= 1 - amount / float(listing.closes(prior_day)[0])
     return factors
 
 
