@@ -61,44 +61,51 @@ async def fetch_by_fiscal_period(
     if data not in FISCAL_DATA or (ask is None and (data == "earnings" or request.frequency == "ttm")):
         finding = await fetch_market_data(tickers, data, question=question, request=request, timeout_s=timeout_s)
         return FiscalMarketData(finding)
-    if ask is None and request.frequency in ("annual", None):
-        # Annual statements (the tool's default) end on fiscal year ends: they show their own calendar.
-        finding = await fetch_market_data(tickers, data, question=question, request=request, timeout_s=timeout_s)
-        calendars = _calendars_of(finding)
-        return FiscalMarketData(titled(finding, calendars), calendars)
-    if ask is None:  # quarters: which of them closes the fiscal year, only the annual statement shows
+    if ask is not None:
+        return await _fetch_fiscal_periods(
+            tickers, data, ask, question=question, request=request, today=today, timeout_s=timeout_s
+        )
+    if request.frequency == "quarterly":  # which quarter closes the fiscal year, only the annual statement shows
         finding, calendars = await asyncio.gather(
             fetch_market_data(tickers, data, question=question, request=request, timeout_s=timeout_s),
             fiscal_calendars(tickers, timeout_s=timeout_s),
         )
-        return FiscalMarketData(titled(finding, calendars), calendars)
+    else:  # annual statements (the tool's default) end on fiscal year ends: they show their own calendar
+        finding = await fetch_market_data(tickers, data, question=question, request=request, timeout_s=timeout_s)
+        calendars = _calendars_of(finding)
+    return FiscalMarketData(titled(finding, calendars), calendars)
+
+
+async def _fetch_fiscal_periods(
+    tickers: list[str],
+    data: MarketDataKind,
+    ask: FiscalAsk,
+    *,
+    question: str,
+    request: MarketDataRequest,
+    today: date,
+    timeout_s: float | None,
+) -> FiscalMarketData:
+    """The calendars first, then one call per distinct placing of `ask` (tickers sharing a calendar share it)."""
     symbols = _symbols(tickers)
-    calendars = await fiscal_calendars(symbols[:MAX_TICKERS], timeout_s=timeout_s)
+    fetched, beyond_cap = symbols[:MAX_TICKERS], symbols[MAX_TICKERS:]
+    calendars = await fiscal_calendars(fetched, timeout_s=timeout_s)
     by_request: dict[str, tuple[MarketDataRequest, list[str]]] = {}
-    for symbol in symbols[:MAX_TICKERS]:
+    for symbol in fetched:
         placed = resolve_fiscal(request, ask, calendars.get(symbol), data=data, symbol=symbol, today=today)
         by_request.setdefault(placed.model_dump_json(), (placed, []))[1].append(symbol)
     parts = await asyncio.gather(
         *(
-            fetch_market_data(symbols, data, question=question, request=placed, timeout_s=timeout_s)
-            for placed, symbols in by_request.values()
+            fetch_market_data(group, data, question=question, request=placed, timeout_s=timeout_s)
+            for placed, group in by_request.values()
         )
     )
-    finding = MarketDataFinding(
-        tickers=symbols[:MAX_TICKERS],
-        data=data,
-        question=question,
-        results=[result for part in parts for result in part.results],
-        errors=[error for part in parts for error in part.errors],
-    )
-    if len(symbols) > MAX_TICKERS:
-        finding.errors.append(
-            ToolFailure(
-                symbol=", ".join(symbols[MAX_TICKERS:]),
-                code="invalid_argument",
-                message=f"Only the first {MAX_TICKERS} tickers of a sub-question are fetched.",
-            )
-        )
+    errors = [error for part in parts for error in part.errors]
+    if beyond_cap:  # as `fetch_market_data` reports them
+        message = f"Only the first {MAX_TICKERS} tickers of a sub-question are fetched."
+        errors.append(ToolFailure(symbol=", ".join(beyond_cap), code="invalid_argument", message=message))
+    results = [result for part in parts for result in part.results]
+    finding = MarketDataFinding(tickers=fetched, data=data, question=question, results=results, errors=errors)
     return FiscalMarketData(titled(finding, calendars, ask=ask), calendars)
 
 

@@ -92,7 +92,9 @@ def _merge(sub_question: SubQuestion, worded: MarketDataRequest, *, fiscal: Fisc
     it as calendar months, which for most companies is another quarter. Their dates are set once the
     company's calendar is known."""
     if fiscal is not None:
-        return MarketDataRequest(frequency=fiscal.frequency)
+        # "Quarterly revenue in fiscal 2025" asks for the quarters of a fiscal year.
+        quarterly = "quarterly" in (fiscal.frequency, sub_question.frequency, worded.frequency)
+        return MarketDataRequest(frequency="quarterly" if quarterly else "annual")
     said_range = any(value is not None for value in (sub_question.period, sub_question.start, sub_question.end))
     ranged = sub_question if said_range else worded
     frequency = sub_question.frequency or worded.frequency
@@ -210,8 +212,8 @@ def resolve_fiscal(
     names on `symbol`'s `fiscal_calendar`. Without one the periods are read as calendar months, and the
     request says so in its corrections rather than guess."""
     first, last = ask.first, ask.last
-    if last.ordinal() < first.ordinal():
-        first, last = last, first
+    if first.quarter is None and (request.frequency == "quarterly" or data == "earnings"):
+        first = FiscalPeriodRef(year=first.year, quarter=1)  # the quarters (or their reports) of the years named
     if fiscal_calendar is not None:
         start, end = fiscal_calendar.period(first).window[0], fiscal_calendar.period(last).window[1]
     else:  # any period ending within the months named, as calendar wording is read
@@ -439,7 +441,7 @@ def read_wording(text: str, *, data: MarketDataKind, today: date) -> MarketDataR
         fill(**({"frequency": "ttm"} if counted else {"period": "1y"}))
     if (fiscal := read_fiscal_wording(words)) is not None:
         if counted:
-            fill(frequency=fiscal.frequency)
+            fill(frequency="quarterly" if fiscal.frequency == "quarterly" else None)
         else:
             first, last = calendar_period(fiscal.first), calendar_period(fiscal.last)
             closing = last.last_month

@@ -154,10 +154,12 @@ def test_calendar_wording_stays_calendar(question, expected):
     assert read_wording(question, data="income_statement", today=TODAY).model_dump(exclude_defaults=True) == expected
 
 
+def revenue_question(question: str, ticker: str = "NVDA", **fields: Any) -> SubQuestion:
+    return SubQuestion(question=question, type="numerical", tickers=[ticker], data="income_statement", **fields)
+
+
 def test_fy2025_q3_is_one_quarter_not_four():
-    sub_question = SubQuestion(
-        question="Apple's revenue in FY2025 Q3", type="numerical", tickers=["AAPL"], data="income_statement"
-    )
+    sub_question = revenue_question("Apple's revenue in FY2025 Q3", "AAPL")
 
     ask = fiscal_ask(sub_question)
     request = market_data_request(sub_question, today=TODAY)
@@ -167,14 +169,8 @@ def test_fy2025_q3_is_one_quarter_not_four():
 
 
 def test_the_fiscal_reading_wins_over_calendar_dates_the_analyzer_set():
-    sub_question = SubQuestion(
-        question="NVIDIA revenue in Q3 fiscal 2025",
-        type="numerical",
-        tickers=["NVDA"],
-        data="income_statement",
-        frequency="quarterly",
-        start=D("2025-07-01"),
-        end=D("2025-09-30"),
+    sub_question = revenue_question(
+        "NVIDIA revenue in Q3 fiscal 2025", frequency="quarterly", start=D("2025-07-01"), end=D("2025-09-30")
     )
 
     assert fiscal_ask(sub_question).name == "Q3 FY2025"
@@ -182,12 +178,8 @@ def test_the_fiscal_reading_wins_over_calendar_dates_the_analyzer_set():
 
 
 def test_the_analyzers_fiscal_period_is_read_when_the_question_does_not_say_it():
-    sub_question = SubQuestion(
-        question="NVIDIA's revenue in the quarter it reported in November 2024",
-        type="numerical",
-        tickers=["NVDA"],
-        data="income_statement",
-        fiscal_period="Q3 FY2025",
+    sub_question = revenue_question(
+        "NVIDIA's revenue in the quarter it reported in November 2024", fiscal_period="Q3 FY2025"
     )
 
     assert fiscal_ask(sub_question).name == "Q3 FY2025"
@@ -226,6 +218,14 @@ def test_apples_fiscal_2022_to_2024_are_its_three_years_to_september_2024():
     assert request.frequency == "annual" and inside == [D("2024-09-28"), D("2023-09-30"), D("2022-09-24")]
 
 
+def test_the_quarters_of_a_fiscal_year_are_the_four_that_close_in_it():
+    request = placed("NVIDIA's quarterly revenue in fiscal 2025", infer_calendar(NVDA_YEARS))
+
+    inside = [end for end in NVDA_QUARTERS if request.start <= end <= request.end]
+    assert request.frequency == "quarterly"
+    assert inside == [D("2025-01-26"), D("2024-10-27"), D("2024-07-28"), D("2024-04-28")]
+
+
 def test_without_a_calendar_the_period_is_read_as_calendar_months_and_says_so():
     request = placed("NVIDIA revenue in Q3 fiscal 2025", None)
 
@@ -241,6 +241,13 @@ def test_an_earnings_report_is_looked_for_after_the_fiscal_quarter_closes():
 
     assert request.start <= D("2024-11-20") <= request.end  # NVIDIA reported Q3 FY2025 on 2024-11-20
     assert not request.start <= D("2024-08-28") <= request.end  # its Q2 report
+
+
+def test_the_earnings_of_a_fiscal_year_are_its_four_quarterly_reports():
+    request = placed("NVIDIA's EPS in fiscal 2025", infer_calendar(NVDA_YEARS), data="earnings")
+
+    reports = [D("2024-05-22"), D("2024-08-28"), D("2024-11-20"), D("2025-02-26"), D("2025-05-28")]
+    assert [day for day in reports if request.start <= day <= request.end] == reports[:4]
 
 
 # --- labels --------------------------------------------------------------------------------------------------
