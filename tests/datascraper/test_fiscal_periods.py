@@ -3,8 +3,9 @@
 
 The period ends below are the companies' real ones. NVIDIA's fiscal year ends on the last Sunday of January
 (FY2025 ended 2025-01-26), Apple's on the last Saturday of September (FY2024 ended 2024-09-28), Microsoft's
-on June 30. The research-path tests run the real market data client (`fetch_market_data`, which cuts the
-statements to the periods asked) over a session that serves statements with these period ends.
+on June 30. The research-path tests plan and answer sub-questions as a run does, and one runs the whole
+pipeline against the fake Responses server; they use the real market data client (`fetch_market_data`, which
+cuts the statements to the periods asked) over a session that serves statements with these period ends.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ from datascraper.research_engine.periods import (
 )
 from datascraper.research_engine.state import Finding, plan_steps
 from datascraper.schemas import Source, SubQuestion, UsageLedger
+from tests.datascraper.research_support import (
+    is_synthesis,
+    of_type,
+    requests_of,
+    run,
+    script_analysis,
+    script_synthesis,
+    summary_of,
+)
 
 D = date.fromisoformat
 TODAY = D("2025-11-30")
@@ -397,3 +407,41 @@ async def test_a_company_whose_calendar_cannot_be_read_gets_calendar_months_and_
         "(Jul–Sep 2025)."
     ]
     assert finding.calendars == {}
+
+
+async def test_a_run_answers_with_nvidias_fiscal_quarter_and_names_it_in_sources_charts_and_facts(
+    fake_openai, research_env, session
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    # The analyzer read the fiscal quarter as calendar months: the company's calendar wins.
+    asked = SubQuestion(
+        question="What was NVIDIA's revenue in Q3 fiscal 2025?",
+        type="numerical",
+        tickers=["NVDA"],
+        data="income_statement",
+        frequency="quarterly",
+        start=D("2025-07-01"),
+        end=D("2025-09-30"),
+    )
+    script_analysis(fake_openai, asked, SubQuestion(question="How did it grow?", type="analytical"))
+    script_synthesis(fake_openai, "NVIDIA's revenue in Q3 FY2025 is given [1].")
+
+    events = await run("What was NVIDIA's revenue in Q3 fiscal 2025?", mode="research")
+
+    [source] = of_type(events, "sources")[-1].sources
+    assert (source.title, source.as_of) == (
+        "Yahoo Finance — NVDA income statement (quarterly), period ending 2024-10-27, with 4 earlier for growth; "
+        "Q3 FY2025 (Aug–Oct 2024)",
+        "2024-10-27",
+    )
+    [chart] = of_type(events, "chart")
+    assert chart.series[0].points == [("Q3 FY2025 (Aug–Oct 2024)", revenue("NVDA", D("2024-10-27")))]
+    labels = {fact.kind: fact.label for fact in summary_of(events).facts if fact.kind in ("growth", "yoy_growth")}
+    assert labels == {
+        "growth": "NVDA Total Revenue growth, Q3 FY2025 (Aug–Oct 2024, ended 2024-10-27) vs Q2 FY2025 (May–Jul "
+        "2024, ended 2024-07-28)",
+        "yoy_growth": "NVDA Total Revenue year over year, Q3 FY2025 (Aug–Oct 2024, ended 2024-10-27) vs Q3 FY2024 "
+        "(Aug–Oct 2023, ended 2023-10-29)",
+    }
+    [synthesis] = requests_of(fake_openai, is_synthesis)
+    assert "Q3 FY2025 (Aug–Oct 2024, ended 2024-10-27)" in synthesis.input_text
