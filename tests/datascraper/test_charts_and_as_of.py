@@ -122,13 +122,14 @@ async def test_a_statement_comparison_is_charted_as_bars_per_ticker_citing_each_
     microsoft = source_at(events, "https://finance.yahoo.com/quote/MSFT/financials")
     assert (apple.n, microsoft.n) == (2, 3)
     assert source_at(events, REUTERS[0]).as_of is None
-    # statements are as of their newest period end, the fiscal years shown named in the title
-    assert apple.as_of == microsoft.as_of == "2024-09-30"
-    assert "2021-09-30 to 2024-09-30" in apple.title
-    assert [s.as_of for s in summary_of(events).sources] == [None, "2024-09-30", "2024-09-30"]
+    # statements are as of their newest period end (each company's own fiscal year end), the fiscal years
+    # shown named in the title
+    assert (apple.as_of, microsoft.as_of) == ("2024-09-28", "2024-06-30")
+    assert "2021-09-25 to 2024-09-28" in apple.title
+    assert [s.as_of for s in summary_of(events).sources] == [None, "2024-09-28", "2024-06-30"]
 
     [chart] = of_type(events, "chart")
-    assert (chart.kind, chart.unit, chart.as_of, chart.source_n) == ("bars", "USD", "2024-09-30", apple.n)
+    assert (chart.kind, chart.unit, chart.as_of, chart.source_n) == ("bars", "USD", "2024-09-28", apple.n)
     assert chart.title == "Total Revenue (annual): AAPL vs MSFT"
     assert [(s.name, s.source_n) for s in chart.series] == [("AAPL", apple.n), ("MSFT", microsoft.n)]
     payloads = tool_payloads(events, "get_financial_statement")

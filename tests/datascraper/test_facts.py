@@ -458,7 +458,7 @@ MICROSOFT_REVENUE = sub(
 )
 # The fiscal years are named on Apple's calendar, which its annual statement shows (years ending in September).
 APPLE_GROWTH_LINE = (
-    "F1: AAPL Total Revenue growth, FY2024 (Oct 2023–Sep 2024, ended 2024-09-30) vs FY2023 (Oct 2022–Sep 2023, "
+    "F1: AAPL Total Revenue growth, FY2024 (Oct 2023–Sep 2024, ended 2024-09-28) vs FY2023 (Oct 2022–Sep 2023, "
     "ended 2023-09-30) = +2.02% "
     "((current - base) / base x 100 = (391.04B - 383.29B) / 383.29B x 100) [1]"
 )
@@ -490,7 +490,7 @@ async def test_a_growth_rate_the_answer_quotes_from_the_facts_counts_as_matched_
     growth = next(f for f in summary.facts if f.id == "F1")
     assert growth.value == pytest.approx(2.021994, abs=1e-6)  # (391,035 - 383,285) / 383,285 x 100
     assert [(i.symbol, i.line, i.period, i.value, i.source.n) for i in growth.inputs] == [
-        ("AAPL", "TotalRevenue", "2024-09-30", 391_035e6, 1),
+        ("AAPL", "TotalRevenue", "2024-09-28", 391_035e6, 1),
         ("AAPL", "TotalRevenue", "2023-09-30", 383_285e6, 1),
     ]
     [source] = [s for s in of_type(events, "sources")[-1].sources if s.n == 1]
