@@ -65,10 +65,15 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+def _blanked(pattern: re.Pattern[str], text: str) -> str:
+    """`text` with what `pattern` matches turned to spaces, so offsets (and line numbers) stay true."""
+    return pattern.sub(lambda match: re.sub(r"[^\n]", " ", match.group(0)), text)
+
+
 def _code_spans(text: str) -> list[tuple[int, str]]:
     """Each fenced block and inline code span, with its offset: where commands and variables are named."""
     spans = [(match.start(), match.group(0)) for match in FENCE.finditer(text)]
-    prose = FENCE.sub(lambda match: " " * len(match.group(0)), text)
+    prose = _blanked(FENCE, text)
     spans += [(match.start(1), match.group(1)) for match in INLINE_CODE.finditer(prose)]
     return spans
 
@@ -79,7 +84,7 @@ def _mentions(pattern: re.Pattern[str]) -> list[Mention]:
         text = doc.read_text()
         for offset, span in _code_spans(text):
             for match in pattern.finditer(span):
-                found.append(Mention(doc, _line_of(text, offset + match.start()), match.group(1)))
+                found.append(Mention(doc, _line_of(text, offset + match.start(1)), match.group(1)))
     return found
 
 
@@ -92,7 +97,7 @@ def _variables() -> list[Mention]:
         for offset, span in _code_spans(text):
             if span.startswith(("```", "~~~")):
                 found += [
-                    Mention(doc, _line_of(text, offset + m.start()), m.group(1)) for m in ASSIGNED_VARIABLE.finditer(span)
+                    Mention(doc, _line_of(text, offset + m.start(1)), m.group(1)) for m in ASSIGNED_VARIABLE.finditer(span)
                 ]
                 continue
             name = span.split("=", 1)[0].strip()
@@ -169,8 +174,7 @@ def test_every_path_into_the_tree_named_exists() -> None:
     problems = []
     for doc in DOCS:
         text = doc.read_text()
-        prose = FENCE.sub(lambda match: " " * len(match.group(0)), text)
-        for match in INLINE_CODE.finditer(prose):
+        for match in INLINE_CODE.finditer(_blanked(FENCE, text)):
             path = match.group(1).strip()
             if not path.startswith(TREE_TOPS) or not TREE_PATH.match(path) or "*" in path:
                 continue
@@ -183,8 +187,7 @@ def test_every_relative_link_resolves() -> None:
     problems = []
     for doc in DOCS:
         text = doc.read_text()
-        prose = FENCE.sub(lambda match: " " * len(match.group(0)), text)
-        prose = INLINE_CODE.sub(lambda match: " " * len(match.group(0)), prose)  # `[n](url)` shows a format
+        prose = _blanked(INLINE_CODE, _blanked(FENCE, text))  # in code, `[n](url)` shows a format, not a link
         for match in LINK.finditer(prose):
             target = match.group(1)
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
