@@ -1,0 +1,122 @@
+"""`manage.py doctor` checks the live set-up: against the fakes, each check passes, and each broken piece
+is one ✗ line with its fix and a non-zero exit status."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.datascraper.conftest import market_data, market_data_down  # noqa: F401  (the fixtures)
+from tests.fakes.openai_server import JsonReply, wants_structured_output
+from tests.fakes.page_server import FakePageServer, article
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def provider(fake_openai):
+    """The fake's planner answers the doctor's probe (2 + 2 = 4) correctly, as a working model does."""
+    fake_openai.script(JsonReply({"answer": True}), when=wants_structured_output, times=None)
+    return fake_openai
+
+
+@pytest.fixture
+def public_page(verifying) -> str:
+    with FakePageServer() as server:
+        yield server.add("/about", article("About", "A public page the citation fetcher can read."))
+
+
+def doctor(*args: str) -> tuple[str, int]:
+    out = StringIO()
+    try:
+        call_command("doctor", *args, stdout=out)
+    except CommandError as exc:
+        return out.getvalue(), exc.returncode
+    return out.getvalue(), 0
+
+
+def lines_by_name(output: str) -> dict[str, str]:
+    return {line[2:].split("  ")[0].strip(): line for line in output.splitlines() if line[:1] in "✓!✗-"}
+
+
+def test_every_check_passes_against_a_working_set_up(provider, market_data, public_page):
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 0, output
+    for name in ("key", "model RESEARCH_PLANNER_MODEL", "model RESEARCH_MODEL", "structured output", "web search",
+                 "Yahoo quote", "Yahoo statement", "citation fetcher", "database"):
+        assert lines[name].startswith("✓"), lines[name]
+    assert "gpt-5.4 searched and cited 2 page(s)" in lines["web search"]
+    assert "AAPL quarterly income statement" in lines["Yahoo statement"]
+    assert lines["workers"].startswith("-")  # in-process runs: no workers to check
+
+
+def test_a_retired_model_is_a_failure_naming_the_setting_to_change(provider, market_data, public_page, research_env):
+    research_env(RESEARCH_MODEL="gpt-5.2-chat-latest")
+    provider.today = date(2026, 11, 26)
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["model RESEARCH_MODEL"].startswith("✗")
+    assert "fix: Set RESEARCH_MODEL to a current model" in output
+    assert lines["web search"].startswith("✗") and "model_unavailable" in lines["web search"]
+    assert lines["structured output"].startswith("✓")
+
+
+def test_a_retiring_model_is_a_warning_not_a_failure(provider, market_data, public_page, research_env):
+    research_env(RESEARCH_PLANNER_MODEL="gpt-5-mini")
+    provider.today = date(2026, 11, 26)
+
+    output, status = doctor("--page-url", public_page)
+
+    assert status == 0
+    line = lines_by_name(output)["model RESEARCH_PLANNER_MODEL"]
+    assert line.startswith("! model RESEARCH_PLANNER_MODEL") and "'gpt-5-mini' shuts down on 2026-12-11" in line
+
+
+def test_without_a_key_the_key_fails_and_the_model_checks_are_skipped(monkeypatch, research_env, market_data, public_page):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    research_env()
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["key"].startswith("✗") and "fix: Put OPENAI_API_KEY" in output
+    assert all(lines[name].startswith("-") for name in ("structured output", "web search", "model RESEARCH_MODEL"))
+    assert lines["Yahoo quote"].startswith("✓")
+
+
+def test_unreachable_market_data_and_pages_fail_with_their_fixes(fake_openai, market_data_down, verifying):
+    output, status = doctor("--page-url", "http://127.0.0.1:9/", "--timeout", "5")
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["Yahoo quote"].startswith("✗") and lines["citation fetcher"].startswith("✗")
+    assert "fix: Cited pages cannot be checked" in output
+
+
+def test_json_output_lists_every_check_for_scripts(provider, market_data, public_page):
+    output, status = doctor("--json", "--page-url", public_page)
+
+    report = json.loads(output)
+    assert status == 0 and report["ok"] is True
+    assert {check["status"] for check in report["checks"]} <= {"ok", "skip"}
+    assert all(check["latency_ms"] is not None for check in report["checks"] if check["status"] == "ok")
+
+
+def test_a_planner_that_answers_in_shape_but_wrongly_is_a_warning(fake_openai, market_data, public_page):
+    fake_openai.script(JsonReply({"answer": False}), when=wants_structured_output)
+
+    output, status = doctor("--page-url", public_page)
+
+    assert status == 0
+    assert lines_by_name(output)["structured output"].startswith("! structured output")
+
