@@ -230,32 +230,32 @@ async def fetched(question: str, data: str, **fields: Any):
     return await fetch_market_data(APPLE, data, question=question, request=request)
 
 
-# The fake's quarterly income statement has five quarters with figures, 2024-03-31 to 2025-03-31; its annual
+# The fake's quarterly income statement has five quarters with figures, 2024-03-30 to 2025-03-29; its annual
 # one four years, fiscal 2021 to 2024. Past the periods asked, those ending up to a year before the oldest one
 # asked are kept as the bases of their growth (the previous period; the same quarter a year earlier).
 STATEMENT_CALLS = [
     # (question, analyzer fields, arguments sent, period ends asked, bases kept, the title's periods)
     ("Apple's revenue in each of the last 3 quarters", {}, "quarterly",
-     ["2025-03-31", "2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
-     "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"),
+     ["2025-03-29", "2024-12-28", "2024-09-28"], ["2024-06-29", "2024-03-30"],
+     "(quarterly), 3 periods ending 2024-09-28 to 2025-03-29, with 2 earlier for growth"),
     ("Apple's recent quarterly revenue", {"frequency": "quarterly", "periods": 2}, "quarterly",
-     ["2025-03-31", "2024-12-31"], ["2024-09-30", "2024-06-30", "2024-03-31"],
-     "(quarterly), 2 periods ending 2024-12-31 to 2025-03-31, with 3 earlier for growth"),
-    ("Apple's revenue in Q3 2024", {}, "quarterly", ["2024-09-30"], ["2024-06-30", "2024-03-31"],
-     "(quarterly), period ending 2024-09-30, with 2 earlier for growth"),
+     ["2025-03-29", "2024-12-28"], ["2024-09-28", "2024-06-29", "2024-03-30"],
+     "(quarterly), 2 periods ending 2024-12-28 to 2025-03-29, with 3 earlier for growth"),
+    ("Apple's revenue in Q3 2024", {}, "quarterly", ["2024-09-28"], ["2024-06-29", "2024-03-30"],
+     "(quarterly), period ending 2024-09-28, with 2 earlier for growth"),
     ("Apple's revenue in the second half of 2024", {"frequency": "quarterly", "start": "2024-07-01", "end": "2024-12-31"},
-     "quarterly", ["2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
-     "(quarterly), 2 periods ending 2024-09-30 to 2024-12-31, with 2 earlier for growth"),
-    ("Apple's revenue YTD", {}, "quarterly", ["2025-03-31"], ["2024-12-31", "2024-09-30", "2024-06-30", "2024-03-31"],
-     "(quarterly), period ending 2025-03-31, with 4 earlier for growth"),
+     "quarterly", ["2024-12-28", "2024-09-28"], ["2024-06-29", "2024-03-30"],
+     "(quarterly), 2 periods ending 2024-09-28 to 2024-12-28, with 2 earlier for growth"),
+    ("Apple's revenue YTD", {}, "quarterly", ["2025-03-29"], ["2024-12-28", "2024-09-28", "2024-06-29", "2024-03-30"],
+     "(quarterly), period ending 2025-03-29, with 4 earlier for growth"),
     ("Apple's revenue since last September", {"start": "2024-09-01"}, "quarterly",
-     ["2025-03-31", "2024-12-31", "2024-09-30"], ["2024-06-30", "2024-03-31"],
-     "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"),
-    ("Apple's trailing twelve months revenue", {}, "ttm", ["2025-03-31"], [], "(ttm), twelve months to 2025-03-31"),
-    ("Apple's annual revenue in 2022-2024", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30"], ["2021-09-30"],
-     "(annual), 3 periods ending 2022-09-30 to 2024-09-30, with 1 earlier for growth"),
-    ("Apple's revenue", {}, "annual", ["2024-09-30", "2023-09-30", "2022-09-30", "2021-09-30"], [],
-     "(annual), 4 periods ending 2021-09-30 to 2024-09-30"),
+     ["2025-03-29", "2024-12-28", "2024-09-28"], ["2024-06-29", "2024-03-30"],
+     "(quarterly), 3 periods ending 2024-09-28 to 2025-03-29, with 2 earlier for growth"),
+    ("Apple's trailing twelve months revenue", {}, "ttm", ["2025-03-29"], [], "(ttm), twelve months to 2025-03-29"),
+    ("Apple's annual revenue in 2022-2024", {}, "annual", ["2024-09-28", "2023-09-30", "2022-09-24"], ["2021-09-25"],
+     "(annual), 3 periods ending 2022-09-24 to 2024-09-28, with 1 earlier for growth"),
+    ("Apple's revenue", {}, "annual", ["2024-09-28", "2023-09-30", "2022-09-24", "2021-09-25"], [],
+     "(annual), 4 periods ending 2021-09-25 to 2024-09-28"),
 ]  # fmt: skip
 
 
@@ -288,7 +288,7 @@ async def test_a_quarter_not_yet_reported_gives_the_latest_one_and_says_so(tool_
 
     assert tool_calls[0][1]["frequency"] == "quarterly"
     [result] = finding.results
-    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-31"]
+    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-29"]
     assert result.data["notes"] == [
         "No period starting 2025-07-01 has been reported yet; the latest one is given instead."
     ]
@@ -300,10 +300,10 @@ async def test_a_quarter_running_or_not_yet_reported_gives_the_latest_one_and_sa
     finding = await fetched("Apple's revenue in Q2 2025", "income_statement")
 
     [result] = finding.results
-    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-31"]
+    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-29"]
     assert result.data["notes"] == [
         "No quarterly period from 2025-04-01 to 2025-06-13 has been reported yet; the latest one (ending "
-        "2025-03-31) is given instead."
+        "2025-03-29) is given instead."
     ]
 
 
@@ -323,7 +323,7 @@ async def test_a_ttm_balance_sheet_is_asked_as_the_latest_quarter(tool_calls):
         ("get_financial_statement", {"symbol": "AAPL", "statement": "balance", "frequency": "quarterly"})
     ]
     [result] = finding.results
-    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-31"]
+    assert [period.isoformat() for period in result.result().asked_periods] == ["2025-03-29"]
     assert "no trailing-twelve-month balance sheet" in result.data["notes"][0]
 
 
@@ -423,22 +423,25 @@ async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_
         ("MSFT", "income:yearly"),
     }
     # the sources read quarterly, name the three quarters (by their end, and as each company's fiscal quarters)
-    # and count the earlier ones kept for growth
+    # and count the earlier ones kept for growth; Apple's 52/53-week quarters end on Saturdays
     sources = of_type(events, "sources")[-1].sources
-    three_quarters = "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31, with 2 earlier for growth"
     assert [(s.n, s.kind, s.title, s.as_of) for s in sources] == [
-        (1, "market_data", f"Yahoo Finance — AAPL income statement {three_quarters}; "
-         "Q4 FY2024 (Jul–Sep 2024) to Q2 FY2025 (Jan–Mar 2025)", "2025-03-31"),
-        (2, "market_data", f"Yahoo Finance — MSFT income statement {three_quarters}; "
-         "Q1 FY2025 (Jul–Sep 2024) to Q3 FY2025 (Jan–Mar 2025)", "2025-03-31"),
+        (1, "market_data", "Yahoo Finance — AAPL income statement (quarterly), 3 periods ending 2024-09-28 to "
+         "2025-03-29, with 2 earlier for growth; Q4 FY2024 (Jul–Sep 2024) to Q2 FY2025 (Jan–Mar 2025)", "2025-03-29"),
+        (2, "market_data", "Yahoo Finance — MSFT income statement (quarterly), 3 periods ending 2024-09-30 to "
+         "2025-03-31, with 2 earlier for growth; Q1 FY2025 (Jul–Sep 2024) to Q3 FY2025 (Jan–Mar 2025)", "2025-03-31"),
     ]  # fmt: skip
     assert summary_of(events).sources == sources
     # the synthesizer got those three quarters, and the two before them marked as bases only
     [synthesis] = requests_of(fake_openai, is_synthesis)
-    assert synthesis.input_text.count(
+    assert (
+        "quarterly income statement, periods ending 2025-03-29, 2024-12-28, 2024-09-28; then, not asked for and "
+        "given only as growth bases, 2024-06-29, 2024-03-30\n"
+    ) in synthesis.input_text
+    assert (
         "quarterly income statement, periods ending 2025-03-31, 2024-12-31, 2024-09-30; then, not asked for and "
         "given only as growth bases, 2024-06-30, 2024-03-31\n"
-    ) == 2
+    ) in synthesis.input_text
     # the charts (one a sub-question) draw the quarters asked, oldest first, named as the company names them
     charts = of_type(events, "chart")
     assert [[(one.name, [x for x, _ in one.points]) for one in chart.series] for chart in charts] == [
@@ -446,19 +449,23 @@ async def test_a_quarterly_comparison_fetches_quarterly_statements_cut_to_three_
         [("MSFT", ["Q1 FY2025 (Jul–Sep 2024)", "Q2 FY2025 (Oct–Dec 2024)", "Q3 FY2025 (Jan–Mar 2025)"])],
     ]
     # each quarter asked has its growth over the quarter before; the newest, over the same quarter a year
-    # earlier (the fake's quarterly table reaches back to 2024-03-31, so only the newest has that base)
+    # earlier (the fake's quarterly table reaches back a year, so only the newest has that base)
     growth = {
         (f.inputs[0].symbol, f.kind, f.inputs[0].period, f.inputs[1].period): f.value
         for f in summary_of(events).facts
         if f.kind in ("growth", "yoy_growth")
     }
-    hand_computed = {
-        ("growth", "2025-03-31", "2024-12-31"): pytest.approx(-23.283186, abs=1e-6),  # (95,359 - 124,300) / 124,300
-        ("yoy_growth", "2025-03-31", "2024-03-31"): pytest.approx(5.075314, abs=1e-6),  # (95,359 - 90,753) / 90,753
-        ("growth", "2024-12-31", "2024-09-30"): pytest.approx(30.938586, abs=1e-6),  # (124,300 - 94,930) / 94,930
-        ("growth", "2024-09-30", "2024-06-30"): pytest.approx(10.670693, abs=1e-6),  # (94,930 - 85,777) / 85,777
-    }  # Microsoft is the fake's Apple scaled: the same rates
-    assert growth == {(symbol, *key): value for symbol in ("AAPL", "MSFT") for key, value in hand_computed.items()}
+    rates = [  # (kind, Apple's periods, Microsoft's periods, the rate)
+        ("growth", ("2025-03-29", "2024-12-28"), ("2025-03-31", "2024-12-31"), -23.283186),  # (95,359 - 124,300) / 124,300
+        ("yoy_growth", ("2025-03-29", "2024-03-30"), ("2025-03-31", "2024-03-31"), 5.075314),  # (95,359 - 90,753) / 90,753
+        ("growth", ("2024-12-28", "2024-09-28"), ("2024-12-31", "2024-09-30"), 30.938586),  # (124,300 - 94,930) / 94,930
+        ("growth", ("2024-09-28", "2024-06-29"), ("2024-09-30", "2024-06-30"), 10.670693),  # (94,930 - 85,777) / 85,777
+    ]  # fmt: skip  # Microsoft is the fake's Apple scaled: the same rates
+    assert growth == {
+        (symbol, kind, *periods): pytest.approx(rate, abs=1e-6)
+        for kind, apple, microsoft, rate in rates
+        for symbol, periods in (("AAPL", apple), ("MSFT", microsoft))
+    }
     # the plan's steps carry their validated request, so a resumed run asks for the same periods
     steps = [PlannedStep.model_validate(step) for step in of_type(events, "checkpoint")[0].state["next_steps"]]
     assert [(step.id, step.request) for step in steps] == [
@@ -490,7 +497,9 @@ async def test_a_checkpoint_written_before_periods_were_planned_resumes_with_per
         ("MSFT", "income:yearly"),
     }
     titles = [source.title for source in of_type(events, "sources")[-1].sources]
-    assert all("(quarterly), 3 periods ending 2024-09-30 to 2025-03-31" in title for title in titles) and len(titles) == 2
+    assert len(titles) == 2
+    assert "(quarterly), 3 periods ending 2024-09-28 to 2025-03-29" in titles[0]
+    assert "(quarterly), 3 periods ending 2024-09-30 to 2025-03-31" in titles[1]
 
 
 async def first_checkpoint(question: str) -> ResearchCheckpoint:
