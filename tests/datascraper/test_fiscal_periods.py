@@ -445,3 +445,36 @@ async def test_a_run_answers_with_nvidias_fiscal_quarter_and_names_it_in_sources
     }
     [synthesis] = requests_of(fake_openai, is_synthesis)
     assert "Q3 FY2025 (Aug–Oct 2024, ended 2024-10-27)" in synthesis.input_text
+
+
+# --- against the fake Yahoo at yfinance's HTTP boundary ---------------------------------------------------------
+# Its NVIDIA and Apple statements carry the real period ends and revenues; its data ends on 2025-06-13.
+
+FAKE_YAHOO_TODAY = D("2025-06-13")
+
+
+@pytest.mark.parametrize(
+    ("question", "ticker", "period_end", "revenue_reported", "named"),
+    [
+        # calendar Q3 2025 had not ended: the old reading gave the latest quarter, Q1 FY2026 (2025-04-27)
+        ("What was NVIDIA's revenue in Q3 fiscal 2025?", "NVDA", "2024-10-27", 35_082e6, "Q3 FY2025 (Aug–Oct 2024)"),
+        # calendar Q1 2025 is Apple's fiscal Q2 (2025-03-29)
+        ("What was Apple's revenue in fiscal Q1 2025?", "AAPL", "2024-12-28", 124_300e6, "Q1 FY2025 (Oct–Dec 2024)"),
+    ],
+)  # fmt: skip
+async def test_the_fake_yahoos_statements_give_the_fiscal_quarter_asked(
+    market_data, question, ticker, period_end, revenue_reported, named
+):
+    sub_question = revenue_question(question, ticker)
+    [step] = plan_steps([sub_question], first_number=1, today=FAKE_YAHOO_TODAY)
+
+    fetched = await fetch_by_fiscal_period(
+        step.tickers, step.data, question=question, request=step.request, ask=step.fiscal, today=FAKE_YAHOO_TODAY
+    )
+
+    [result] = fetched.finding.results
+    statement = result.result()
+    assert [end.isoformat() for end in statement.asked_periods] == [period_end]
+    [total_revenue] = [line.values[0] for line in statement.lines if line.name == "TotalRevenue"]
+    assert total_revenue == revenue_reported
+    assert result.title.endswith(f"; {named}")
