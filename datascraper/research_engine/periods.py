@@ -8,6 +8,11 @@ together, and an interval must suit its range. What is wrong is corrected to the
 and said in `corrections`; nothing here raises, since a sub-question must not fail for asking a little
 wrongly. Fields the analyzer left unset are read from the question by a small deterministic parser, so a
 question about quarters is never answered with annual statements because the model left `frequency` null.
+
+Fiscal periods ("Q3 FY2025", "fiscal 2024") are read here too (`fiscal_ask`), but which months they cover
+depends on the company: they win over any dates the analyzer set, and get dates of their own only once the
+company's calendar is read from its statements (`resolve_fiscal`, called by `fiscal_fetch`). Calendar
+wording ("Q3 2025", "calendar 2024") keeps its calendar dates.
 """
 
 from __future__ import annotations

@@ -478,3 +478,17 @@ async def test_the_fake_yahoos_statements_give_the_fiscal_quarter_asked(
     [total_revenue] = [line.values[0] for line in statement.lines if line.name == "TotalRevenue"]
     assert total_revenue == revenue_reported
     assert result.title.endswith(f"; {named}")
+
+
+async def test_the_earnings_report_of_a_fiscal_quarter_is_the_one_after_it_closed(market_data):
+    question = "What EPS did Apple report for fiscal Q1 2025?"
+    sub_question = SubQuestion(question=question, type="numerical", tickers=["AAPL"], data="earnings")
+    [step] = plan_steps([sub_question], first_number=1, today=FAKE_YAHOO_TODAY)
+
+    fetched = await fetch_by_fiscal_period(
+        step.tickers, step.data, question=question, request=step.request, ask=step.fiscal, today=FAKE_YAHOO_TODAY
+    )
+
+    [result] = fetched.finding.results
+    assert [event.date.date().isoformat() for event in result.result().asked_reported] == ["2025-01-30"]
+    assert result.title.endswith("; Q1 FY2025 (Oct–Dec 2024)")
