@@ -1433,6 +1433,24 @@ def test_the_confidence_badge_follows_the_rounds_then_the_stored_run_with_its_co
     assert badge.get_attribute("aria-describedby") == popover.get_attribute("id")
 
 
+def test_a_confidence_lowered_by_the_citation_check_shows_low_with_the_reason_in_its_title(page, scripted_router):
+    checked = run_confidence(0.61).model_copy(update={"evidence_score": 0.89, "citation_support": 0.375})
+    scripted_router(
+        RoundEvent(n=1, complete=True, confidence=0.89),
+        DeltaEvent(text="Revenue was $391B [1]."),
+        SourcesEvent(sources=[SOURCE_1]),
+        RunSummary(mode="research", answer="", sources=[SOURCE_1], confidence=checked),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    trusted_answer(answer)
+
+    badge = answer.locator(".trust .confidence-badge")
+    sync_api.expect(badge).to_have_attribute("data-score", "0.61")
+    assert " ".join(badge.inner_text().split()) == "Low confidence 0.61"
+    title = badge.get_attribute("title")
+    assert "Citations supported 0.38" in title and "lowered from 0.89 by the citation check" in title
+
+
 @pytest.mark.parametrize(
     ("round_score", "stored", "why"),
     [(0.41, run_confidence(0.41), "below the threshold"), (0.9, run_confidence(0.9, shallow=True), "shallow evidence")],
@@ -1593,6 +1611,35 @@ def test_numbers_the_market_data_does_not_bear_out_are_marked_where_they_appear(
     assert {mark.get_attribute("title") for mark in flagged.all()} == {"not found in the market data"}
     assert answer.locator(".answer table mark.flagged-number").count() == 1
     assert answer.locator(".answer").inner_text().startswith("Margin was 12.3% [2] on revenue of $391.04 billion [2]")
+
+
+HOSTILE_MARKDOWN = (
+    "Revenue rose [1]. <script>window.__pwned=1</script>\n\n"
+    '<img src=x onerror="window.__pwned=2"> See [the filing](javascript:window.__pwned=3), '
+    "![chart](data:image/svg+xml;base64,PHN2Zz4=) and [Apple's 10-K](https://investor.apple.com/10k).\n\n"
+    "[evil]: javascript:window.__pwned=4\n"
+)
+
+
+def test_the_report_escapes_the_answers_raw_html_and_drops_links_that_are_not_http(page, scripted_router):
+    scripted_router(
+        DeltaEvent(text=HOSTILE_MARKDOWN),
+        SourcesEvent(sources=[SOURCE_1]),
+        RunSummary(mode="quick", answer="", sources=[SOURCE_1]),
+    )
+    answer = ask(page, "How did Apple do?")
+    trusted_answer(answer)
+
+    with page.expect_download() as downloading:
+        answer.locator("button.download-report").click()
+    report = Path(downloading.value.path()).read_text(encoding="utf-8")
+    answer_section = report.split("## Answer\n\n", 1)[1].split("\n\n## Sources", 1)[0]
+
+    assert "<script" not in report and "<img" not in report
+    assert "javascript:" not in report and "data:image" not in report
+    assert "&lt;script>window.__pwned=1&lt;/script>" in answer_section
+    assert "See the filing, chart and [Apple's 10-K](https://investor.apple.com/10k)." in answer_section
+    assert answer_section.startswith("Revenue rose [1].")
 
 
 def test_the_report_carries_confidence_the_trace_and_the_citation_checks(page, scripted_router):

@@ -5,7 +5,9 @@
  * chart's figures as CSV.
  *
  * Markdown is text another program renders, so titles and labels from the web are escaped where they
- * could be read as markup, and links are only ever the sources' own http(s) URLs.
+ * could be read as markup, and links are only ever http(s) URLs. The answer is the model's Markdown and
+ * stays Markdown, but its raw HTML is escaped (`<script>`, `<img onerror>` show as text) and its links and
+ * images that are not http(s) (`javascript:`, `data:`, ...) keep only their text.
  */
 window.ChatExport = (() => {
   "use strict";
@@ -25,7 +27,51 @@ window.ChatExport = (() => {
 
   /** A source's URL inside `( )`: parentheses and spaces encoded, so the link cannot end early. */
   function markdownUrl(url) {
-    return url.replace(/[()\s]/g, (character) => encodeURIComponent(character));
+    // encodeURIComponent leaves parentheses as they are.
+    return url.replace(/[()\s]/g, (character) => `%${character.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`);
+  }
+
+  // An inline link or image: `[label](destination "title")`, the destination bare (one level of balanced
+  // parentheses, as CommonMark allows) or in `< >`, the label holding at most one level of brackets.
+  const INLINE_LINK =
+    /(!?)\[((?:[^[\]\\]|\\.|\[(?:[^[\]\\]|\\.)*\])*)\]\(\s*(<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\)))?\s*\)/g;
+  // A link reference definition, `[label]: destination "title"`, the destination maybe on the next line.
+  const REFERENCE_DEFINITION = /^ {0,3}\[((?:[^[\]\\]|\\.)+)\]:[ \t]*\n?[ \t]*(<[^<>\n]*>|\S+).*$/gm;
+  const HTTP_AUTOLINK = /<(https?:\/\/[^\s<>]*)>/gi;
+  const PLACEHOLDER = /\u0000(\d+)\u0000/g;
+
+  function destination(raw) {
+    return raw.startsWith("<") && raw.endsWith(">") ? raw.slice(1, -1) : raw;
+  }
+
+  /** Text in which nothing can start HTML (`<`) or close a link's label (`](`): as entities, which no
+   * backslash in front can turn back into markup. */
+  function inert(text) {
+    return text.replace(/</g, "&lt;").replace(/\]\(/g, "&#93;(");
+  }
+
+  /** The model's Markdown with nothing active in it but http(s) links and images: raw HTML shows as text,
+   * other links keep their text. Links are rebuilt and set aside; then whatever still looks like the start
+   * of HTML or of a link is made inert, so a construct the patterns missed stays text. */
+  function safeMarkdown(text) {
+    const kept = [];
+    const keep = (markdown) => `\u0000${kept.push(markdown) - 1}\u0000`;
+    const relink = (part) =>
+      part.replace(INLINE_LINK, (match, bang, label, target) => {
+        const url = httpUrl(destination(target));
+        const inner = inert(bang ? label : relink(label));
+        return url === null ? inner : keep(`${bang}[${inner}](${markdownUrl(url)})`);
+      });
+    const safe = String(text)
+      .replace(/\u0000/g, "")
+      .replace(REFERENCE_DEFINITION, (line, label, target) => {
+        const url = httpUrl(destination(target));
+        return url === null ? "" : keep(`[${inert(label)}]: ${markdownUrl(url)}`);
+      })
+      .replace(HTTP_AUTOLINK, (match, url) => keep(match));
+    let restored = inert(relink(safe));
+    while (/\u0000\d+\u0000/.test(restored)) restored = restored.replace(PLACEHOLDER, (match, index) => kept[Number(index)]);
+    return restored;
   }
 
   function sourceDetails(source) {
@@ -48,7 +94,7 @@ window.ChatExport = (() => {
 
   /** The answer as the model wrote it (Markdown, with `[n]` markers), then its numbered sources. */
   function answerMarkdown(text, sources) {
-    const parts = [text.trim()];
+    const parts = [safeMarkdown(text.trim())];
     if (sources.length) parts.push(["Sources:", ...sourceLines(sources)].join("\n"));
     return `${parts.join("\n\n")}\n`;
   }
@@ -186,7 +232,7 @@ window.ChatExport = (() => {
       `# ${markdownText(question || "Research report")}`,
       about.join("\n"),
       "## Answer",
-      text.trim() || "_No answer text._",
+      safeMarkdown(text.trim()) || "_No answer text._",
       "## Sources",
       sources.length ? sourceLines(sources).join("\n") : "No sources.",
     ];
@@ -247,5 +293,5 @@ window.ChatExport = (() => {
     return title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "export";
   }
 
-  return { answerMarkdown, reportMarkdown, chartCsv, fileStem };
+  return { answerMarkdown, reportMarkdown, chartCsv, fileStem, safeMarkdown };
 })();
