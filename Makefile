@@ -26,6 +26,9 @@ install-dev: $(VENV)/.requirements-dev
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
+# Development: DEBUG on (tracebacks, a built-in secret key); it is off unless asked for. Exported for the
+# migrate step too. Set DJANGO_DEBUG=0 (and the production settings) to try production locally.
+run: export DJANGO_DEBUG ?= 1
 run: migrate
 	$(BIN)/python -m uvicorn config.asgi:application --host $(HOST) --port $(PORT)
 

@@ -17,7 +17,11 @@ as the Django class it extends.
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+import warnings
+from functools import lru_cache
+from ipaddress import ip_address, ip_network
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.core.checks import CheckMessage, Tags, register
 from django.core.checks.security import base as security_checks
@@ -25,11 +29,12 @@ from django.core.checks.security import csrf as csrf_checks
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.middleware.security import SecurityMiddleware as DjangoSecurityMiddleware
+from whitenoise.middleware import WhiteNoiseMiddleware
 
 
 class InlineHooks:
@@ -61,6 +66,98 @@ class InlineHooks:
 
 class SecurityMiddleware(InlineHooks, DjangoSecurityMiddleware):
     pass
+
+
+FORWARDED_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
+
+
+@lru_cache(maxsize=8)
+def _networks(trusted: tuple[str, ...]):
+    return tuple(ip_network(network, strict=False) for network in trusted)
+
+
+def is_trusted_proxy(address: str | None) -> bool:
+    """Whether `address` is one of TRUSTED_PROXIES (empty: no proxy is trusted)."""
+    if not address or not settings.TRUSTED_PROXIES:
+        return False
+    try:
+        peer = ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    return any(peer in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
+
+
+class ForwardedHeadersMiddleware:
+    """Drops the `X-Forwarded-*` headers of a request that did not come from a trusted proxy, first of all,
+    so that nothing after it (SECURE_PROXY_SSL_HEADER's scheme, the client address the limits count)
+    believes what any client can write."""
+
+    async_capable = True
+    sync_capable = True
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest):
+        if not is_trusted_proxy(request.META.get("REMOTE_ADDR")):
+            for header in FORWARDED_HEADERS:
+                request.META.pop(header, None)
+        return self.get_response(request)
+
+
+class StaticFilesMiddleware:
+    """WhiteNoise, with its lookup on the event loop.
+
+    WhiteNoise's middleware is synchronous: in this async stack Django would run it, and so every request,
+    through a thread hop of its own. Its file table is a dict built at start, so the lookup runs inline
+    here; only a hit goes to a thread, where WhiteNoise opens the file and answers (caching headers,
+    compressed variants, ranges). In DEBUG it looks files up on disk on each request, in that thread too.
+    """
+
+    async_capable = True
+    sync_capable = True
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+        with warnings.catch_warnings():
+            # No `collectstatic` output is fine: the apps' static directories are served through the finders.
+            warnings.filterwarnings("ignore", message="No directory at")
+            self.whitenoise = WhiteNoiseMiddleware(get_response)
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest):
+        if self.async_mode:
+            return self.__acall__(request)
+        return self.whitenoise(request)
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        if not request.path_info.startswith(self.whitenoise.static_prefix):
+            return await self.get_response(request)
+        if self.whitenoise.autorefresh:
+            static_file = await sync_to_async(self.whitenoise.find_file)(request.path_info)
+        else:
+            static_file = self.whitenoise.files.get(request.path_info)
+        if static_file is None:
+            return await self.get_response(request)
+        return await sync_to_async(self._serve)(static_file, request)
+
+    def _serve(self, static_file, request: HttpRequest) -> HttpResponse:
+        """WhiteNoise's answer, read whole in this thread. The page's files are small, and Django under
+        ASGI would read a file response's synchronous iterator whole anyway, warning each time."""
+        streamed = self.whitenoise.serve(static_file, request)
+        try:
+            response = HttpResponse(b"".join(streamed.streaming_content), status=streamed.status_code)
+        finally:
+            streamed.close()
+        if "Content-Type" not in streamed:
+            del response["Content-Type"]
+        for header, value in streamed.items():
+            response[header] = value
+        return response
 
 
 class SessionMiddleware(InlineHooks, DjangoSessionMiddleware):
@@ -113,7 +210,10 @@ DJANGO_CHECKS = [
 def _django_path(path: str) -> str:
     if not path.startswith(f"{__name__}."):
         return path
-    django_class = globals()[path.rpartition(".")[2]].__mro__[2]  # after InlineHooks: Django's own
+    ours = globals()[path.rpartition(".")[2]]
+    if not issubclass(ours, InlineHooks):
+        return path
+    django_class = ours.__mro__[2]  # after InlineHooks: Django's own
     return f"{django_class.__module__}.{django_class.__qualname__}"
 
 

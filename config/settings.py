@@ -1,7 +1,8 @@
 """Settings from the environment (12-factor). A `.env` file beside manage.py is read if present.
 
-Defaults are safe for development only; production sets DJANGO_DEBUG=0, DJANGO_SECRET_KEY and
-DJANGO_ALLOWED_HOSTS, and `manage.py check --deploy` is then clean.
+DEBUG is off unless DJANGO_DEBUG=1 asks for it (`make run` does): a server started without settings
+must not show tracebacks to the world. With DEBUG off, DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS must be
+set, and `manage.py check --deploy` is then clean.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return items or default
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip()
 if not SECRET_KEY:
     if not DEBUG:
@@ -54,7 +55,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Django's own, with their hooks on the event loop instead of a thread hop each (config/middleware.py).
+    "config.middleware.ForwardedHeadersMiddleware",  # X-Forwarded-* only from TRUSTED_PROXIES
     "config.middleware.SecurityMiddleware",
+    # WhiteNoise's file table, so that the page's scripts are served with DEBUG off and no proxy in front.
+    "config.middleware.StaticFilesMiddleware",
     "config.middleware.SessionMiddleware",
     "config.middleware.CommonMiddleware",
     "config.middleware.CsrfViewMiddleware",
@@ -166,6 +170,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves the apps' static directories as found at start (no `collectstatic` step needed), and
+# `collectstatic`'s output in STATIC_ROOT too when there is one.
+WHITENOISE_USE_FINDERS = True
 
 # Anonymous browser sessions may ask (and own their conversations) unless this is turned off.
 CHAT_ALLOW_ANONYMOUS = env_bool("CHAT_ALLOW_ANONYMOUS", True)
@@ -200,15 +207,42 @@ def env_count(name: str, default: int) -> int:
 
 
 CHAT_RATE_LIMIT = env_rate("CHAT_RATE_LIMIT", "30/m")  # questions: /api messages and /v1/chat/completions
-CHAT_API_RATE_LIMIT = env_rate("CHAT_API_RATE_LIMIT", "600/m")  # any /api request
+CHAT_API_RATE_LIMIT = env_rate("CHAT_API_RATE_LIMIT", "600/m")  # any /api or /v1 request, event streams included
 CHAT_MAX_CONCURRENT_RUNS = env_count("CHAT_MAX_CONCURRENT_RUNS", 5)  # runs queued or running
+CHAT_MAX_STREAMS_PER_OWNER = env_count("CHAT_MAX_STREAMS_PER_OWNER", 10)  # event streams open at once
+# Per client address (IPv6 by /64), whoever the owner: a script that starts a new session for every
+# question is held here. Many people behind one NAT share an address, hence looser than the owner's.
+CHAT_ADDRESS_RATE_LIMIT = env_rate("CHAT_ADDRESS_RATE_LIMIT", "60/m")  # questions
+CHAT_ADDRESS_SESSION_RATE_LIMIT = env_rate("CHAT_ADDRESS_SESSION_RATE_LIMIT", "30/h")  # new anonymous sessions
+CHAT_AUTH_FAILURE_RATE_LIMIT = env_rate("CHAT_AUTH_FAILURE_RATE_LIMIT", "10/m")  # failed API key attempts
+CHAT_MAX_STREAMS_PER_ADDRESS = env_count("CHAT_MAX_STREAMS_PER_ADDRESS", 40)
+
+
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of IP addresses or networks (CIDR)."""
+    import ipaddress
+
+    networks = env_list(name, [])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {network!r} is not an IP address or network.") from exc
+    return networks
+
+
+# The reverse proxies in front of the app. Only a request from one of them has its client address read
+# from X-Forwarded-For and its scheme from X-Forwarded-Proto; from anyone else those headers are dropped
+# (config/middleware.py), and unset, the client is always the socket's peer.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 # A cache that fails must not turn every question away: the limits protect capacity, not data.
 RATELIMIT_FAIL_OPEN = True
 # --- end of admission control ---------------------------------------------------------------------------
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    if TRUSTED_PROXIES:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000"))

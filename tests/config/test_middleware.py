@@ -68,3 +68,32 @@ def test_a_session_login_and_an_admin_message_are_saved_through_the_asgi_app(liv
 
     assert "was deleted successfully" in changelist.text
     assert not Conversation.objects.filter(pk=conversation.pk).exists()
+
+
+# --- static files and forwarded headers -----------------------------------------------------------------
+
+
+def test_the_pages_scripts_are_served_by_the_app_with_debug_off(live_server_url, settings):
+    """pytest-django runs the app with DEBUG off, as production does: WhiteNoise serves the static files."""
+    assert settings.DEBUG is False
+    with httpx2.Client(base_url=live_server_url, timeout=20) as browser:
+        script = browser.get("/static/chat/app.js")
+        missing = browser.get("/static/chat/no-such-file.js")
+
+    assert script.status_code == 200
+    assert "javascript" in script.headers["content-type"]
+    assert "Cache-Control" in script.headers
+    assert missing.status_code == 404
+
+
+def test_a_static_file_is_found_without_a_thread_hop_per_request(live_server_url, hops):
+    """Only a hit goes to a thread (WhiteNoise opens the file); the lookup itself is inline."""
+    with httpx2.Client(base_url=live_server_url, timeout=20) as browser:
+        assert browser.get("/api/nowhere").status_code == 404
+
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    from config.middleware import StaticFilesMiddleware
+
+    static = (StaticFilesMiddleware, WhiteNoiseMiddleware)
+    assert not [func for func in hops if isinstance(getattr(func, "__self__", func), static)]

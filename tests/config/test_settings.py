@@ -11,10 +11,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REDIS_URL"))}
+PRODUCTION = {"DJANGO_SECRET_KEY": "x" * 50, "DJANGO_ALLOWED_HOSTS": "example.com"}
+
+
+def load_settings(show: str = "DEBUG", **env: str) -> subprocess.CompletedProcess[str]:
+    """Start Django with only `env` set (no DJANGO_* from this process) and print `settings.<show>`."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REDIS_URL", "TRUSTED_PROXIES"))}
     environment.update(env, DJANGO_SETTINGS_MODULE="config.settings")
-    code = "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
+    code = f"import django; django.setup(); from django.conf import settings; print(settings.{show})"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
     )
@@ -28,10 +32,38 @@ def test_production_without_a_secret_key_refuses_to_start():
 
 
 def test_production_with_a_secret_key_starts():
-    result = load_settings(DJANGO_DEBUG="0", DJANGO_SECRET_KEY="x" * 50, DJANGO_ALLOWED_HOSTS="example.com")
+    result = load_settings(DJANGO_DEBUG="0", **PRODUCTION)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_debug_is_off_unless_asked_for():
+    assert load_settings(**PRODUCTION).stdout.strip() == "False"
+    assert load_settings(DJANGO_DEBUG="1").stdout.strip() == "True"
+
+
+def test_a_server_started_with_no_settings_at_all_refuses_instead_of_running_in_debug():
+    result = load_settings()
+
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_the_forwarded_proto_header_is_trusted_only_when_trusted_proxies_are_named():
+    without_proxy = load_settings("SECURE_PROXY_SSL_HEADER", **PRODUCTION)
+    behind_proxy = load_settings("SECURE_PROXY_SSL_HEADER", TRUSTED_PROXIES="10.0.0.0/8, 2001:db8::1", **PRODUCTION)
+
+    assert without_proxy.returncode == 0, without_proxy.stderr
+    assert without_proxy.stdout.strip() == "None"
+    assert behind_proxy.stdout.strip() == "('HTTP_X_FORWARDED_PROTO', 'https')"
+
+
+def test_a_trusted_proxy_that_is_not_an_address_stops_the_app_at_start():
+    result = load_settings(TRUSTED_PROXIES="10.0.0.0/8, proxy.internal", **PRODUCTION)
+
+    assert result.returncode != 0
+    assert "TRUSTED_PROXIES: 'proxy.internal' is not an IP address or network" in result.stderr
 
 
 def deploy_checks(**env: str) -> subprocess.CompletedProcess[str]:
@@ -55,6 +87,12 @@ def test_production_settings_pass_the_deploy_checks():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_production_settings_behind_a_trusted_proxy_pass_the_deploy_checks():
+    result = deploy_checks(TRUSTED_PROXIES="10.0.0.1")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_the_deploy_checks_still_see_through_our_middleware():
     """Django's HSTS check depends on finding SecurityMiddleware: with ours in its place (config/middleware.py)
     it still runs."""
@@ -65,7 +103,7 @@ def test_the_deploy_checks_still_see_through_our_middleware():
 
 
 def test_invalid_research_settings_stop_the_app_at_start():
-    result = load_settings(RESEARCH_CONCURRENCY="1000")
+    result = load_settings(RESEARCH_CONCURRENCY="1000", DJANGO_DEBUG="1")
 
     assert result.returncode != 0
     assert "Invalid research settings (concurrency)" in result.stderr
