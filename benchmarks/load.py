@@ -107,6 +107,11 @@ APP_SETTINGS = {
     "CHAT_RATE_LIMIT": "off",
     "CHAT_API_RATE_LIMIT": "off",
     "CHAT_MAX_CONCURRENT_RUNS": "100000",
+    # Every simulated user connects from 127.0.0.1: the limits per client address would bind them all.
+    "CHAT_ADDRESS_RATE_LIMIT": "off",
+    "CHAT_ADDRESS_SESSION_RATE_LIMIT": "off",
+    "CHAT_MAX_STREAMS_PER_OWNER": "0",
+    "CHAT_MAX_STREAMS_PER_ADDRESS": "0",
     "CITATION_VERIFY": "0",
     "LOG_LEVEL": "WARNING",
 }

@@ -13,7 +13,7 @@ from ninja.errors import HttpError, ValidationError
 from ninja.security.http import HttpAuthBase
 
 from chat import selectors
-from chat.callers import AuthenticationFailed, Caller, CsrfFailed, resolve_caller_sync
+from chat.callers import AuthenticationFailed, Caller, CsrfFailed
 from chat.db_calls import request_db_call
 from chat.models import Conversation, ResearchRun
 from chat.schemas import (
@@ -31,8 +31,8 @@ from chat.schemas import (
 from chat.services.admission import (
     AdmissionRefused,
     admission_status,
+    admit_caller_sync,
     admit_question,
-    check_api_rate,
     may_see_status,
 )
 from chat.services.conversations import create_conversation, post_user_message
@@ -55,14 +55,8 @@ class CallerAuth(HttpAuthBase):
     openapi_scheme = "bearer"
 
     async def __call__(self, request: HttpRequest) -> Caller:
-        # One trip off the event loop for the key or session lookup and the rate count.
-        return await request_db_call(_authenticate, request)
-
-
-def _authenticate(request: HttpRequest) -> Caller:
-    caller = resolve_caller_sync(request)
-    check_api_rate(request, caller)
-    return caller
+        # One trip off the event loop for the key or session lookup and the limits' counts.
+        return await request_db_call(admit_caller_sync, request)
 
 
 class ResearchChatAPI(NinjaAPI):

@@ -1,12 +1,19 @@
-"""Who is calling: an API-key user, a logged-in user, or an anonymous browser session.
+"""Who is calling: an API-key user, a logged-in user, or an anonymous browser session, and from where.
 
 Bearer keys are checked first. Cookie callers are held to Django's CSRF check on unsafe methods, because
 their browser attaches the cookie to any site's request; a request that carries neither a key nor a
-session cookie cannot act on anyone's data, so it simply starts a new anonymous session.
+session cookie cannot act on anyone's data. If it only reads, it owns nothing and no session is stored
+for it (a script reading in a loop must not fill the session table); its first write starts a new
+anonymous session, within the limit of new sessions per client address.
+
+The client address is the socket's peer, or, for a request from one of TRUSTED_PROXIES, the nearest
+address in X-Forwarded-For that is not a trusted proxy. Limits count IPv6 clients by /64, the block one
+household or one server is given: counting single IPv6 addresses would give one client 2^64 counters.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from dataclasses import dataclass
 
@@ -15,6 +22,7 @@ from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware, get_token
 
 from chat.services.api_keys import authenticate_api_key
+from config.middleware import is_trusted_proxy
 
 csrf_log = logging.getLogger("django.security.csrf")  # where Django's own middleware logs its refusals
 
@@ -29,13 +37,23 @@ class CsrfFailed(Exception):
 
 @dataclass(frozen=True)
 class Caller:
+    """The owner of what a request reads and writes. No user and no session: a cookieless reader, who
+    owns nothing yet. `address` is the client's, as the limits count it (see `client_address`)."""
+
     user_id: int | None = None
     session_key: str | None = None
+    address: str = ""
+
+    @property
+    def owns_nothing(self) -> bool:
+        return self.user_id is None and self.session_key is None
 
     def owner_filter(self, prefix: str = "") -> dict[str, object]:
         """Lookup arguments selecting what this caller owns, e.g. `owner_filter("conversation__")`."""
         if self.user_id is not None:
             return {f"{prefix}user_id": self.user_id}
+        if self.session_key is None:
+            return {f"{prefix}pk__in": []}
         return {f"{prefix}session_key": self.session_key, f"{prefix}user__isnull": True}
 
     def owner_fields(self) -> dict[str, object]:
@@ -43,6 +61,34 @@ class Caller:
         if self.user_id is not None:
             return {"user_id": self.user_id, "session_key": None}
         return {"user_id": None, "session_key": self.session_key}
+
+
+def _parse_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(value.strip().split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+def client_address(request: HttpRequest) -> str:
+    """The client's address as limits count it: an IPv4 address, or an IPv6 /64 (`2001:db8:1:2::/64`)."""
+    peer = request.META.get("REMOTE_ADDR") or ""
+    if is_trusted_proxy(peer):
+        # Each proxy appends the address it heard from: read from the right, past our own proxies.
+        for hop in reversed(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")):
+            if _parse_address(hop) is None:
+                break
+            peer = hop.strip()
+            if not is_trusted_proxy(peer):
+                break
+    address = _parse_address(peer)
+    if address is None:
+        return "unknown"
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def bearer_token(request: HttpRequest) -> str | None:
@@ -80,20 +126,38 @@ def _check_csrf(request: HttpRequest) -> None:
         )
 
 
-def _session_caller(request: HttpRequest) -> Caller:
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+class KeyRejected(AuthenticationFailed):
+    """A bearer key was sent and is unknown or revoked (the attempts admission counts per address)."""
+
+
+def _session_caller(request: HttpRequest, address: str) -> Caller:
     get_token(request)  # hands the browser the CSRF cookie its unsafe requests must echo
     user = request.user
     if user.is_authenticated:
-        return Caller(user_id=user.pk)
+        return Caller(user_id=user.pk, address=address)
     if not settings.CHAT_ALLOW_ANONYMOUS:
         raise AuthenticationFailed("Sign in, or send 'Authorization: Bearer <key>'.")
-    session = request.session
-    if session.session_key is None:
-        session.save()
-    return Caller(session_key=session.session_key)
+    return Caller(session_key=request.session.session_key, address=address)
+
+
+def wants_new_session(request: HttpRequest, caller: Caller) -> bool:
+    """A cookieless write: the request that starts an anonymous session (admission limits how often)."""
+    return caller.owns_nothing and request.method not in SAFE_METHODS
+
+
+def start_session(request: HttpRequest, caller: Caller) -> Caller:
+    """Store a new anonymous session (its cookie goes out with the response): the caller now owns it."""
+    request.session.save()
+    return Caller(session_key=request.session.session_key, address=caller.address)
 
 
 def resolve_caller_sync(request: HttpRequest) -> Caller:
+    """The caller, on a database thread. A cookieless caller comes back owning nothing: see
+    `wants_new_session`. Raises AuthenticationFailed (KeyRejected for a wrong key) or CsrfFailed."""
+    address = client_address(request)
     token = bearer_token(request)
     if token is None and "Authorization" in request.headers:
         # Silently treating a mistyped scheme as an anonymous session would scatter the client's data.
@@ -101,8 +165,8 @@ def resolve_caller_sync(request: HttpRequest) -> Caller:
     if token is not None:
         user = authenticate_api_key(token)
         if user is None:
-            raise AuthenticationFailed("The API key is missing, revoked or unknown.")
+            raise KeyRejected("The API key is missing, revoked or unknown.")
         request.user = user
-        return Caller(user_id=user.pk)
+        return Caller(user_id=user.pk, address=address)
     _check_csrf(request)
-    return _session_caller(request)
+    return _session_caller(request, address)

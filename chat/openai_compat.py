@@ -22,12 +22,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, model_validator
 
-from chat.callers import Caller, bearer_token
+from chat.callers import Caller, KeyRejected, bearer_token
 from chat.db_calls import request_db_call
 from chat.models import ResearchRun
 from chat.schemas import MAX_QUESTION_CHARS
-from chat.services.admission import AdmissionRefused, admit_question
-from chat.services.api_keys import authenticate_api_key
+from chat.services.admission import AdmissionRefused, admit_caller_sync, admit_question
 from chat.services.completions import (
     AnswerDelta,
     AnswerFinished,
@@ -125,15 +124,23 @@ def openai_errors(view: View) -> View:
     return wrapper
 
 
+def rate_limit_error(refused: AdmissionRefused) -> OpenAIError:
+    return OpenAIError(
+        429, refused.message, type="rate_limit_error", code=refused.code, retry_after_s=refused.retry_after_s
+    )
+
+
 async def authenticate(request: HttpRequest) -> Caller:
-    """Bearer keys only: these endpoints never act on a browser session, so they need no CSRF check."""
-    token = bearer_token(request)
-    if not token:
+    """Bearer keys only: these endpoints never act on a browser session, so they need no CSRF check.
+    Under the same limits as the JSON API: the owner's API rate, and wrong keys per client address."""
+    if not bearer_token(request):
         raise OpenAIError(401, "Missing API key: send 'Authorization: Bearer <key>'.", code="invalid_api_key")
-    user = await request_db_call(authenticate_api_key, token)
-    if user is None:
-        raise OpenAIError(401, "The API key is revoked or unknown.", code="invalid_api_key")
-    return Caller(user_id=user.pk)
+    try:
+        return await request_db_call(admit_caller_sync, request)
+    except KeyRejected as exc:
+        raise OpenAIError(401, "The API key is revoked or unknown.", code="invalid_api_key") from exc
+    except AdmissionRefused as refused:
+        raise rate_limit_error(refused) from refused
 
 
 def unknown_model(model: str) -> OpenAIError:
@@ -483,9 +490,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     try:
         await admit_question(request, caller)
     except AdmissionRefused as refused:
-        raise OpenAIError(
-            429, refused.message, type="rate_limit_error", code=refused.code, retry_after_s=refused.retry_after_s
-        ) from refused
+        raise rate_limit_error(refused) from refused
     try:
         run = await _store_and_start(caller, history=history, question=question, mode=body.mode)
     except QueueUnavailable as exc:

@@ -31,11 +31,9 @@ CONTENT_SECURITY_POLICY = "; ".join(
 def index(request: HttpRequest) -> HttpResponse:
     """The page sends the `csrftoken` cookie's value as `X-CSRFToken`, so the cookie must be set here.
 
-    The anonymous session starts here too: the page's first API calls run concurrently, and if each of
-    them started its own session, the last cookie set would win and orphan what the others created.
+    No session starts here: a visit stores nothing. The page's first write (a new conversation, one at a
+    time) starts it (chat.callers), within the address's limit of new sessions.
     """
-    if request.session.session_key is None:
-        request.session.save()
     response = render(request, "chat/index.html", {"max_question_chars": MAX_QUESTION_CHARS})
     response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response["Referrer-Policy"] = "same-origin"

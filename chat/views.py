@@ -13,11 +13,12 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from chat import selectors
-from chat.callers import AuthenticationFailed, resolve_caller_sync
+from chat.callers import AuthenticationFailed, Caller
 from chat.db_calls import request_db_call
 from chat.event_store import get_event_store
 from chat.events import OPENING, TERMINAL_EVENTS, InvalidLastEventId, parse_last_event_id, stream_run_events
 from chat.models import ResearchRun
+from chat.services.admission import AdmissionRefused, StreamSlots, admit_caller_sync, open_stream
 from chat.services.runs import reap_if_orphaned
 
 EXPIRED_AFTER = timedelta(minutes=1)
@@ -33,14 +34,33 @@ def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     return _error(404, "not_found", "No such API endpoint.")
 
 
-def _run_of_caller(request: HttpRequest, run_id: str) -> ResearchRun | None:
-    """The caller's run (None if it is not theirs). On a database thread, which hands the connection
-    back after the call, so an open stream holds none for its whole life."""
-    caller = resolve_caller_sync(request)
+def _run_of_caller(request: HttpRequest, run_id: str) -> tuple[Caller, ResearchRun | None]:
+    """The caller (counted toward its API rate) and its run (None if it is not theirs). On a database
+    thread, which hands the connection back after the call, so an open stream holds none for its whole life."""
+    caller = admit_caller_sync(request)
     try:
-        return selectors.run_for(caller, uuid.UUID(run_id))
+        return caller, selectors.run_for(caller, uuid.UUID(run_id))
     except ValueError:
-        return None
+        return caller, None
+
+
+class RunEventStream(StreamingHttpResponse):
+    """An open event stream, holding its place under the caller's cap until the server closes it.
+
+    Released in `close()`, which Django's ASGI handler calls once the response is over, whether the
+    stream ended, the client left or the stream was never started."""
+
+    def __init__(self, stream: AsyncIterator[str], slots: StreamSlots) -> None:
+        super().__init__(stream, content_type="text/event-stream")
+        self._slots = slots
+        self["Cache-Control"] = "no-cache"
+        self["X-Accel-Buffering"] = "no"
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._slots.release()
 
 
 async def _opening_only() -> AsyncIterator[str]:
@@ -63,9 +83,11 @@ async def _nothing_more(run: ResearchRun, last_id: int, current: int) -> bool:
 async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's events as SSE. Ownership is checked here, before the library sees the channel."""
     try:
-        run = await request_db_call(_run_of_caller, request, run_id)
+        caller, run = await request_db_call(_run_of_caller, request, run_id)
     except AuthenticationFailed as exc:
         return _error(401, "unauthorized", str(exc))
+    except AdmissionRefused as refused:
+        return _refused(refused)
     if run is None:
         return _error(404, "not_found", "No such run.")
     resume_from = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId")
@@ -81,7 +103,15 @@ async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
         stream = _opening_only()
     else:
         stream = stream_run_events(run.id, last_id, on_idle=partial(reap_if_orphaned, run.id))
-    response = StreamingHttpResponse(stream, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
+    try:
+        slots = await request_db_call(open_stream, caller)
+    except AdmissionRefused as refused:
+        await stream.aclose()
+        return _refused(refused)
+    return RunEventStream(stream, slots)
+
+
+def _refused(refused: AdmissionRefused) -> JsonResponse:
+    response = _error(429, refused.code, refused.message)
+    response["Retry-After"] = str(refused.retry_after_s)
     return response

@@ -289,3 +289,7 @@ LOW_CONFIDENCE_NOTE = (
 )
 LOW_CONFIDENCE_BELOW = "{score:.2f}, below {threshold:.2f}"
 LOW_CONFIDENCE_SHALLOW = "shallow evidence"
+CITATION_CHECK_SUMMARY = (
+    " The citation check found {unbacked} of {checked} citations not supported by their source, so the confidence"
+    " was lowered from {before:.2f} to {after:.2f}."
+)

@@ -315,6 +315,14 @@ class RunConfidence(Confidence):
     refinements: int = Field(description="Sub-questions added after the first round.")
     uncertain: list[str] = Field(description="What remains uncertain: weak areas and contradictions left.")
     summary: str = Field(description="The above in one paragraph, as shown under a low-confidence answer.")
+    evidence_score: float | None = Field(
+        default=None, description="The research's own score, before the citation check lowered it (null: not lowered)."
+    )
+    citation_support: float | None = Field(
+        default=None,
+        description="Share of the answer's citations the check found supported (unreachable ones count half); "
+        "null when citations were not checked.",
+    )
 
 
 # --- events -----------------------------------------------------------------------------------------

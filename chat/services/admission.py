@@ -1,15 +1,24 @@
-"""Admission control: whether an owner may make one more request, or start one more run, right now.
+"""Admission control: whether a caller may make one more request, start one more run, or hold one more
+event stream open, right now.
 
-The owner is the caller: a user (API key or logged-in session) or an anonymous browser session. Three
-limits, each answered 429 with a `Retry-After` and nothing stored:
+The owner is the caller: a user (API key or logged-in session) or an anonymous browser session. Anyone can
+start a new session, and so a new owner with fresh counters, so the costly steps are limited per client
+address too (chat.callers.client_address: IPv6 by /64). Each limit is answered 429 with a `Retry-After`
+and nothing stored:
 
-- a rate of questions (`CHAT_RATE_LIMIT`), shared by the JSON API and `/v1/chat/completions`;
-- a looser rate of any JSON API request (`CHAT_API_RATE_LIMIT`), which keeps polling clients in check;
-- a cap on the owner's runs in flight, queued or running (`CHAT_MAX_CONCURRENT_RUNS`).
+- per owner: a rate of questions (`CHAT_RATE_LIMIT`), shared by the JSON API and `/v1/chat/completions`;
+  a looser rate of any request (`CHAT_API_RATE_LIMIT`: `/api`, `/v1` and opening an event stream), which
+  keeps polling clients in check; a cap on runs in flight, queued or running (`CHAT_MAX_CONCURRENT_RUNS`);
+  a cap on open event streams (`CHAT_MAX_STREAMS_PER_OWNER`);
+- per address: a rate of questions (`CHAT_ADDRESS_RATE_LIMIT`), of new anonymous sessions
+  (`CHAT_ADDRESS_SESSION_RATE_LIMIT`) and of wrong API keys (`CHAT_AUTH_FAILURE_RATE_LIMIT`: past it, no
+  key from that address is even checked until the window ends), and a cap on open event streams
+  (`CHAT_MAX_STREAMS_PER_ADDRESS`). A caller with no session yet (a cookieless reader) is counted by
+  address for the API rate too.
 
 Rates are fixed windows counted by django-ratelimit in Django's cache (Redis when REDIS_URL is set, so
-every process shares the counts; otherwise each process counts alone). Runs in flight are counted in the
-database, which every process shares anyway.
+every process shares the counts; otherwise each process counts alone). Open streams are counters in the
+same cache. Runs in flight are counted in the database, which every process shares anyway.
 """
 
 from __future__ import annotations
@@ -25,17 +34,34 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django_ratelimit.core import get_usage
 
-from chat.callers import Caller
+from django.core.cache import caches
+
+from chat.callers import (
+    Caller,
+    KeyRejected,
+    bearer_token,
+    client_address,
+    resolve_caller_sync,
+    start_session,
+    wants_new_session,
+)
 from chat.db_calls import request_db_call
 from chat.models import ResearchRun
 from chat.services.runs import reap_if_orphaned
 
 logger = logging.getLogger(__name__)
 
-QUESTIONS = "chat.questions"  # django-ratelimit groups: one counter per group and owner
+QUESTIONS = "chat.questions"  # django-ratelimit groups: one counter per group and owner or address
 API_REQUESTS = "chat.api"
+QUESTIONS_BY_ADDRESS = "chat.address.questions"
+SESSIONS_BY_ADDRESS = "chat.address.sessions"
+KEY_FAILURES_BY_ADDRESS = "chat.address.key_failures"
 # A run takes tens of seconds: there is no exact time at which a slot frees up, so ask for a short wait.
 TOO_MANY_RUNS_RETRY_AFTER_S = 5
+TOO_MANY_STREAMS_RETRY_AFTER_S = 5
+# An open-stream count whose release was lost (a process killed mid-stream) expires after this long
+# without a new stream of the same owner or address.
+STREAM_COUNT_TTL_S = 3600
 IN_FLIGHT = (ResearchRun.Status.QUEUED, ResearchRun.Status.RUNNING)
 
 
@@ -50,36 +76,83 @@ class AdmissionRefused(Exception):
 
 
 def owner_key(caller: Caller) -> str:
-    return f"user:{caller.user_id}" if caller.user_id is not None else f"session:{caller.session_key}"
+    if caller.user_id is not None:
+        return f"user:{caller.user_id}"
+    if caller.session_key is not None:
+        return f"session:{caller.session_key}"
+    return address_key(caller.address)  # a cookieless reader: nobody else to count
 
 
-def _count_request(request: HttpRequest, caller: Caller, group: str, rate: str) -> int | None:
-    """Count this request in the owner's current window: seconds until the window ends if over `rate`."""
+def address_key(address: str) -> str:
+    return f"address:{address}"
+
+
+def _usage(request: HttpRequest, key: str, group: str, rate: str, *, increment: bool) -> dict | None:
     try:
-        usage = get_usage(request, group=group, key=lambda *_: owner_key(caller), rate=rate, increment=True)
+        return get_usage(request, group=group, key=lambda *_: key, rate=rate, increment=increment)
     except Exception:
         # Django's Redis cache raises when Redis is down: admit, as RATELIMIT_FAIL_OPEN does for misses.
         logger.warning("rate limit %s not checked: the cache failed", group, exc_info=True)
         return None
-    if usage is None or not usage["should_limit"]:
-        return None
-    return max(1, usage["time_left"])
 
 
-def _check_rate(request: HttpRequest, caller: Caller, group: str, rate: str | None, what: str) -> None:
+def _refused(rate: str, what: str, time_left_s: int) -> AdmissionRefused:
+    retry_after_s = max(1, time_left_s)
+    return AdmissionRefused(
+        "rate_limited", f"Too many {what} (the limit is {rate}); try again in {retry_after_s} s.", retry_after_s
+    )
+
+
+def _check_rate(request: HttpRequest, key: str, group: str, rate: str | None, what: str) -> None:
+    """Count this request in the key's current window; AdmissionRefused if that takes it over `rate`."""
     if rate is None:
         return
-    retry_after_s = _count_request(request, caller, group, rate)
-    if retry_after_s is not None:
-        raise AdmissionRefused(
-            "rate_limited", f"Too many {what} (the limit is {rate}); try again in {retry_after_s} s.", retry_after_s
-        )
+    usage = _usage(request, key, group, rate, increment=True)
+    if usage is not None and usage["should_limit"]:
+        raise _refused(rate, what, usage["time_left"])
 
 
 def check_api_rate(request: HttpRequest, caller: Caller) -> None:
-    """Count one JSON API request of the owner; AdmissionRefused when over `CHAT_API_RATE_LIMIT`. It
+    """Count one API request of the owner; AdmissionRefused when over `CHAT_API_RATE_LIMIT`. It
     blocks on the cache (Redis): call it off the event loop."""
-    _check_rate(request, caller, API_REQUESTS, settings.CHAT_API_RATE_LIMIT, "requests")
+    _check_rate(request, owner_key(caller), API_REQUESTS, settings.CHAT_API_RATE_LIMIT, "requests")
+
+
+def _check_key_attempts(request: HttpRequest, address: str) -> None:
+    """Refuse any key from an address that has sent `CHAT_AUTH_FAILURE_RATE_LIMIT` wrong ones in this
+    window: guessing keys must be as slow as that rate, whatever else the client does."""
+    rate = settings.CHAT_AUTH_FAILURE_RATE_LIMIT
+    if rate is None:
+        return
+    usage = _usage(request, address_key(address), KEY_FAILURES_BY_ADDRESS, rate, increment=False)
+    if usage is not None and usage["count"] >= usage["limit"]:
+        raise _refused(rate, "wrong API keys from your address", usage["time_left"])
+
+
+def _count_key_failure(request: HttpRequest, address: str) -> None:
+    rate = settings.CHAT_AUTH_FAILURE_RATE_LIMIT
+    if rate is not None:
+        _usage(request, address_key(address), KEY_FAILURES_BY_ADDRESS, rate, increment=True)
+
+
+def admit_caller_sync(request: HttpRequest) -> Caller:
+    """Who is calling (chat.callers), under the limits that come before anything else: wrong keys and
+    new sessions per address, then the owner's API rate. Raises AuthenticationFailed, CsrfFailed or
+    AdmissionRefused. It blocks on the database and the cache: call it off the event loop."""
+    address = client_address(request)
+    if bearer_token(request):
+        _check_key_attempts(request, address)
+    try:
+        caller = resolve_caller_sync(request)
+    except KeyRejected:
+        _count_key_failure(request, address)
+        raise
+    if wants_new_session(request, caller):
+        rate = settings.CHAT_ADDRESS_SESSION_RATE_LIMIT
+        _check_rate(request, address_key(address), SESSIONS_BY_ADDRESS, rate, "new sessions from your address")
+        caller = start_session(request, caller)
+    check_api_rate(request, caller)
+    return caller
 
 
 def _in_flight(caller: Caller) -> QuerySet[ResearchRun]:
@@ -111,7 +184,75 @@ async def admit_question(request: HttpRequest, caller: Caller) -> None:
     take the owner one run over the cap, which is harmless for a limit that protects capacity.
     """
     await _check_runs_in_flight(caller)
-    await request_db_call(_check_rate, request, caller, QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
+    await request_db_call(_check_question_rates, request, caller)
+
+
+def _check_question_rates(request: HttpRequest, caller: Caller) -> None:
+    _check_rate(request, owner_key(caller), QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
+    rate = settings.CHAT_ADDRESS_RATE_LIMIT
+    _check_rate(request, address_key(caller.address), QUESTIONS_BY_ADDRESS, rate, "questions from your address")
+
+
+# --- open event streams ---------------------------------------------------------------------------------
+
+
+class StreamSlots:
+    """The counts one open event stream holds (its owner's and its address's); `release()` once it ends."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self._keys = keys
+
+    def release(self) -> None:
+        keys, self._keys = self._keys, []  # at most once, whoever calls it
+        cache = _stream_cache()
+        for key in keys:
+            try:
+                cache.decr(key)
+            except ValueError:
+                pass  # expired meanwhile (STREAM_COUNT_TTL_S): nothing left to give back
+            except Exception:
+                logger.warning("open stream count %s not released: the cache failed", key, exc_info=True)
+
+
+def _stream_cache():
+    return caches[getattr(settings, "RATELIMIT_USE_CACHE", "default")]
+
+
+def _take(key: str) -> int | None:
+    """One more open stream under `key`: the count now, or None if the cache failed (admitted then)."""
+    cache = _stream_cache()
+    try:
+        cache.add(key, 0, STREAM_COUNT_TTL_S)
+        count = cache.incr(key)
+        cache.touch(key, STREAM_COUNT_TTL_S)
+    except Exception:
+        logger.warning("open stream count %s not checked: the cache failed", key, exc_info=True)
+        return None
+    return count
+
+
+def open_stream(caller: Caller) -> StreamSlots:
+    """Count one more event stream for the caller and its address, or raise AdmissionRefused
+    (`too_many_streams`) with nothing counted. It blocks on the cache: call it off the event loop."""
+    prefix = f"{getattr(settings, 'RATELIMIT_CACHE_PREFIX', 'rl:')}streams:"
+    caps = [
+        (owner_key(caller), settings.CHAT_MAX_STREAMS_PER_OWNER, "you have"),
+        (address_key(caller.address), settings.CHAT_MAX_STREAMS_PER_ADDRESS, "your address has"),
+    ]
+    taken: list[str] = []
+    for key, cap, who in caps:
+        count = _take(prefix + key) if cap else None
+        if count is None:
+            continue
+        taken.append(prefix + key)
+        if count > cap:
+            StreamSlots(taken).release()
+            raise AdmissionRefused(
+                "too_many_streams",
+                f"{cap} event streams are open already ({who} that many at most); close one, or wait for a run to end.",
+                TOO_MANY_STREAMS_RETRY_AFTER_S,
+            )
+    return StreamSlots(taken)
 
 
 # --- what staff see -------------------------------------------------------------------------------------

@@ -81,7 +81,13 @@ from datascraper.research_engine.state import (
     plan_steps,
     today_in,
 )
-from datascraper.research_engine.trace import low_confidence_note, round_event, run_confidence, trace_entry
+from datascraper.research_engine.trace import (
+    checked_confidence,
+    low_confidence_note,
+    round_event,
+    run_confidence,
+    trace_entry,
+)
 from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import (
     CheckpointEvent,
@@ -138,6 +144,9 @@ async def run_research(
     verification = await verify(state) if config.citation_verify else None
     if verification is not None:
         yield VerificationEvent(citations=verification.citations)
+        if state.confidence is not None:
+            # The confidence stored and shown is the one the answer earned once its citations were checked.
+            state.confidence = checked_confidence(state.confidence, verification.citations)
     yield summarize(state, verification=verification)
 
 

@@ -11,11 +11,13 @@ the confidence threshold, or shallow, as a low-confidence note.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from datascraper import prompts
 from datascraper.research_engine.confidence import EvidenceAssessment, describe_contradiction
 from datascraper.schemas import (
+    CitationCheck,
     Contradiction,
     GoOnReason,
     PlanChange,
@@ -101,6 +103,32 @@ def run_confidence(trace: Sequence[TraceEntry], threshold: float) -> RunConfiden
         uncertain=uncertain,
         summary=summary,
     )
+
+
+# How much of the confidence rests on the answer's citations holding up: with none supported, half is left.
+CITATION_WEIGHT = 0.5
+
+
+def checked_confidence(confidence: RunConfidence, citations: Sequence[CitationCheck]) -> RunConfidence:
+    """The confidence the answer earned once its citations were checked.
+
+    The research's score judges the evidence found; an answer that cites it for claims it does not support
+    has not earned that score. Unsupported citations lower it, unreachable ones (neither confirmed nor
+    refuted) by half as much; with no citation checked it stands.
+    """
+    if not citations:
+        return confidence.model_copy(update={"citation_support": None})
+    statuses = Counter(check.status for check in citations)
+    support = (statuses["supported"] + 0.5 * statuses["unreachable"]) / len(citations)
+    score = round(confidence.score * (1 - CITATION_WEIGHT * (1 - support)), 3)
+    update: dict[str, object] = {"citation_support": round(support, 3)}
+    if score < confidence.score:
+        unbacked = statuses["unsupported"] + statuses["unreachable"]
+        note = prompts.CITATION_CHECK_SUMMARY.format(
+            unbacked=unbacked, checked=len(citations), before=confidence.score, after=score
+        )
+        update |= {"score": score, "evidence_score": confidence.score, "summary": confidence.summary + note}
+    return confidence.model_copy(update=update)
 
 
 def low_confidence_note(confidence: RunConfidence | None) -> str:

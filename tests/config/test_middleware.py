@@ -97,3 +97,30 @@ def test_a_static_file_is_found_without_a_thread_hop_per_request(live_server_url
 
     static = (StaticFilesMiddleware, WhiteNoiseMiddleware)
     assert not [func for func in hops if isinstance(getattr(func, "__self__", func), static)]
+
+
+def forwarded(remote_addr: str, settings, **headers: str) -> tuple[bool, str]:
+    """What the app makes of a request from `remote_addr`: whether it is HTTPS, and the client address."""
+    from django.test import RequestFactory
+
+    from chat.callers import client_address
+    from config.middleware import ForwardedHeadersMiddleware
+
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    request = RequestFactory().get("/", REMOTE_ADDR=remote_addr, **headers)
+    return ForwardedHeadersMiddleware(lambda r: (r.is_secure(), client_address(r)))(request)
+
+
+def test_forwarded_headers_are_dropped_unless_a_trusted_proxy_sent_them(settings):
+    settings.TRUSTED_PROXIES = ["10.0.0.1"]
+    headers = {"HTTP_X_FORWARDED_PROTO": "https", "HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+
+    assert forwarded("203.0.113.9", settings, **headers) == (False, "203.0.113.9")
+    assert forwarded("10.0.0.1", settings, **headers) == (True, "198.51.100.7")
+
+
+def test_with_no_trusted_proxy_every_forwarded_header_is_dropped(settings):
+    settings.TRUSTED_PROXIES = []
+    headers = {"HTTP_X_FORWARDED_PROTO": "https", "HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+
+    assert forwarded("127.0.0.1", settings, **headers) == (False, "127.0.0.1")

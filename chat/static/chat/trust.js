@@ -2,7 +2,8 @@
  * Trust at a glance: how far an answer can be relied on, shown on the answer itself.
  *
  * - The confidence badge: the research's evidence confidence (0-1), from the `round` events while the run
- *   goes on and from the stored run (GET /api/runs/{id} `confidence`) once it is done. Its components show
+ *   goes on and from the stored run (GET /api/runs/{id} `confidence`) once it is done: that one is the
+ *   confidence after the citation check, which unsupported citations lower. Its components show
  *   in a popover on hover and on keyboard focus. Below the threshold, or on shallow evidence, the badge says
  *   "low confidence" (the backend's own note under the answer gives the reasons; it is not repeated here).
  * - Contradictions between findings: listed in the process panel, flagged in the trust line.
@@ -50,6 +51,12 @@ window.ChatTrust = (() => {
       ([key, label]) => `${label} ${score.format(confidence[key])}`,
     );
     if (confidence.shallow) parts.push("shallow evidence");
+    if (typeof confidence.citation_support === "number") {
+      parts.push(`Citations supported ${score.format(confidence.citation_support)}`);
+    }
+    if (typeof confidence.evidence_score === "number") {
+      parts.push(`lowered from ${score.format(confidence.evidence_score)} by the citation check`);
+    }
     if (typeof confidence.threshold === "number") parts.push(`threshold ${score.format(confidence.threshold)}`);
     return parts.join(" · ");
   }

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 import time
 
+import pytest
+
 from datascraper.research_engine import pipeline, run_research
 from datascraper.schemas import ResearchQuery
 from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
@@ -131,7 +133,7 @@ async def test_market_data_citations_are_checked_against_the_payloads_and_facts_
 
     [verification] = of_type(events, "verification")
     assert [(c.n, c.status) for c in verification.citations] == [(1, "supported"), (1, "supported"), (1, "unsupported")]
-    assert verification.citations[0].evidence == "AAPL TotalRevenue 2024-09-30 = 391,035,000,000"
+    assert verification.citations[0].evidence == "AAPL TotalRevenue 2024-09-28 = 391,035,000,000"
     assert verification.citations[1].evidence.startswith("F1 AAPL Total Revenue growth")
     assert summary_of(events).signals["verification"]["pages"] == 0
     assert page_server.first_hit_at is None
@@ -145,3 +147,50 @@ async def test_a_fast_path_quote_is_checked_against_the_quote_it_came_from(
     [verification] = of_type(events, "verification")
     assert [(c.n, c.status) for c in verification.citations] == [(1, "supported")]
     assert "price = 196.45" in verification.citations[0].evidence
+
+
+async def test_unsupported_citations_lower_the_confidence_the_run_stores(fake_openai, verifying, page_server):
+    services = page_server.add(
+        "/apple-services", article("Apple services", "Apple's services revenue grew 12% on a year earlier.")
+    )
+    script_analysis(fake_openai, sub("How fast did Apple's services revenue grow?"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    fake_openai.script(
+        TextReply([Sentence("Apple's services revenue grew 12%.", cites=[(services, "Apple services - Example")])]),
+        when=lambda request: request.has_web_search,
+    )
+    script_synthesis(
+        fake_openai,
+        "Apple's services revenue grew 12% [1].",
+        "Apple also sold 3 million electric cars [1].",
+        "It plans a base on the Moon [1].",
+    )
+
+    summary = summary_of(await run("How is Apple's services business doing?", mode="research"))
+
+    confidence = summary.confidence
+    assert [c.status for c in summary.verification] == ["supported", "unsupported", "unsupported"]
+    assert confidence.citation_support == pytest.approx(1 / 3, abs=0.001)
+    assert confidence.evidence_score is not None
+    assert confidence.score == pytest.approx(confidence.evidence_score * (1 - 0.5 * 2 / 3), abs=0.001)
+    assert "2 of 3 citations not supported" in confidence.summary
+    assert summary.signals["confidence"] == confidence.score
+
+
+async def test_supported_citations_leave_the_confidence_as_the_research_judged_it(fake_openai, verifying, page_server):
+    services = page_server.add(
+        "/apple-services", article("Apple services", "Apple's services revenue grew 12% on a year earlier.")
+    )
+    script_analysis(fake_openai, sub("How fast did Apple's services revenue grow?"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    fake_openai.script(
+        TextReply([Sentence("Apple's services revenue grew 12%.", cites=[(services, "Apple services - Example")])]),
+        when=lambda request: request.has_web_search,
+    )
+    script_synthesis(fake_openai, "Apple's services revenue grew 12% [1].")
+
+    summary = summary_of(await run("How is Apple's services business doing?", mode="research"))
+
+    assert summary.confidence.citation_support == 1.0
+    assert summary.confidence.evidence_score is None
+    assert summary.confidence.score == summary.trace[-1].confidence.score
