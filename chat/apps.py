@@ -9,7 +9,6 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         """Refuse to start on bad RESEARCH_* settings, rather than fail every run later."""
-        import config.middleware  # noqa: F401  registers its deploy check
         import chat.checks  # noqa: F401  registers the models' lifecycle check
         from datascraper.models_config import get_research_config
 

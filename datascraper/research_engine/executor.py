@@ -18,6 +18,7 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import DeadlineExceeded, ResearchError
+from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
@@ -102,6 +103,8 @@ async def _answer_in_turn(
                 )
         except TimeoutError:
             code = DeadlineExceeded.code if cut_by_deadline else "sub_question_timeout"
+            if attempt.route == "web_search" and not cut_by_deadline:
+                breaker.WEB_SEARCH.trip(config.breaker_cooldown_s)  # the search hung: later rounds skip it
         except Exception:
             # A bug or a malformed upstream payload (CancelledError is not an Exception and goes through).
             logger.exception("Sub-question %s failed unexpectedly", step.id)
