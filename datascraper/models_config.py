@@ -50,6 +50,8 @@ class ResearchConfig(BaseModel):
     # a small, fast reasoning model plans; a current model with the hosted web search researches and writes.
     planner_model: str = "gpt-5.4-mini"
     research_model: str = "gpt-5.4"
+    # The model that grades answers in `manage.py evaluate`; None: the research model.
+    eval_judge_model: str | None = None
     max_iterations: int = Field(default=3, ge=1, le=10)
     max_sub_questions: int = Field(default=5, ge=1, le=20)
     concurrency: int = Field(default=5, ge=1, le=50)
@@ -119,6 +121,7 @@ class ResearchConfig(BaseModel):
             "openai_base_url": pick("OPENAI_BASE_URL"),
             "planner_model": pick("RESEARCH_PLANNER_MODEL"),
             "research_model": pick("RESEARCH_MODEL"),
+            "eval_judge_model": pick("EVAL_JUDGE_MODEL"),
             "max_iterations": pick("RESEARCH_MAX_ITERATIONS"),
             "max_sub_questions": pick("RESEARCH_MAX_SUB_QUESTIONS"),
             "concurrency": pick("RESEARCH_CONCURRENCY"),

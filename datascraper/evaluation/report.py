@@ -1,0 +1,299 @@
+"""The evaluation report: totals, calibration (does our confidence predict correctness?), the change
+from a baseline, and one row per question. Markdown beside the results JSONL, with the calibration also
+drawn as a small SVG (no plotting dependency: a few rectangles).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+from datascraper.evaluation.pricing import PRICES_AS_OF
+from datascraper.evaluation.results import EvalResult
+
+REPORT_NAME = "report.md"
+PLOT_NAME = "calibration.svg"
+# A run is faster (cheaper) than its baseline when it takes at most this share of the baseline's time (cost).
+CHANGE_RATIO = 0.8
+# Confidence bands, lower bound inclusive; the quick path has no confidence and is a band of its own.
+BANDS: tuple[tuple[str, float, float], ...] = (
+    ("0.00-0.50", 0.0, 0.5),
+    ("0.50-0.75", 0.5, 0.75),
+    ("0.75-0.90", 0.75, 0.9),
+    ("0.90-1.00", 0.9, 1.01),
+)
+NO_CONFIDENCE = "quick path (none)"
+BAR_WIDTH = 20
+
+
+@dataclass(frozen=True)
+class Band:
+    """Graded answers whose confidence falls in one band, and how many of them the judge found correct."""
+
+    label: str
+    graded: int
+    correct: int
+    partially: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.graded if self.graded else None
+
+
+@dataclass
+class BaselineDiff:
+    """What changed, question by question, from an earlier evaluation of the same set."""
+
+    fixed: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    faster: list[str] = field(default_factory=list)
+    slower: list[str] = field(default_factory=list)
+    cheaper: list[str] = field(default_factory=list)
+    costlier: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+
+
+def percentile(values: Sequence[float], share: float) -> float | None:
+    """The nearest-rank percentile (`share` in 0-1): a value that was observed, never an interpolation."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def calibration(results: Sequence[EvalResult]) -> list[Band]:
+    """Accuracy per confidence band, over the graded answers (errors and ungraded answers are left out)."""
+    graded = [result for result in results if result.verdict is not None]
+    bands = []
+    for label, low, high in BANDS:
+        members = [r for r in graded if r.measures.confidence is not None and low <= r.measures.confidence < high]
+        bands.append(_band(label, members))
+    bands.append(_band(NO_CONFIDENCE, [r for r in graded if r.measures.confidence is None]))
+    return bands
+
+
+def _band(label: str, members: Sequence[EvalResult]) -> Band:
+    return Band(
+        label,
+        graded=len(members),
+        correct=sum(1 for r in members if r.verdict == "correct"),
+        partially=sum(1 for r in members if r.verdict == "partially"),
+    )
+
+
+def diff_from_baseline(results: Sequence[EvalResult], baseline: Sequence[EvalResult]) -> BaselineDiff:
+    """Fixed: correct now, not before; broken: correct before, not now (an error included). Faster and cheaper
+    compare answered runs, by `CHANGE_RATIO`."""
+    before = {result.id: result for result in baseline}
+    diff = BaselineDiff()
+    for result in results:
+        old = before.get(result.id)
+        if old is None:
+            diff.new.append(result.id)
+            continue
+        if result.verdict == "correct" and old.verdict != "correct":
+            diff.fixed.append(result.id)
+        elif old.verdict == "correct" and result.verdict != "correct":
+            diff.broken.append(result.id)
+        if result.status != "answered" or old.status != "answered":
+            continue
+        now_ms, then_ms = result.measures.latency_ms, old.measures.latency_ms
+        if then_ms and now_ms <= then_ms * CHANGE_RATIO:
+            diff.faster.append(result.id)
+        elif now_ms and then_ms <= now_ms * CHANGE_RATIO:
+            diff.slower.append(result.id)
+        now_cost, then_cost = result.measures.cost_usd, old.measures.cost_usd
+        if now_cost is not None and then_cost:
+            if now_cost <= then_cost * CHANGE_RATIO:
+                diff.cheaper.append(result.id)
+            elif now_cost and then_cost <= now_cost * CHANGE_RATIO:
+                diff.costlier.append(result.id)
+    return diff
+
+
+def write_report(
+    out_dir: Path,
+    results: Sequence[EvalResult],
+    *,
+    title: str,
+    judge_model: str | None,
+    baseline: Sequence[EvalResult] | None = None,
+    order: Sequence[str] = (),
+) -> Path:
+    """Write `report.md` and `calibration.svg` into `out_dir`; returns the report's path."""
+    position = {question_id: n for n, question_id in enumerate(order)}
+    ordered = sorted(results, key=lambda r: (position.get(r.id, len(position)), r.id))
+    bands = calibration(ordered)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / PLOT_NAME).write_text(calibration_svg(bands), encoding="utf-8")
+    diff = diff_from_baseline(ordered, baseline) if baseline is not None else None
+    text = render_report(ordered, bands, title=title, judge_model=judge_model, diff=diff)
+    path = out_dir / REPORT_NAME
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def render_report(
+    results: Sequence[EvalResult],
+    bands: Sequence[Band],
+    *,
+    title: str,
+    judge_model: str | None,
+    diff: BaselineDiff | None,
+) -> str:
+    judged_by = f"judge `{judge_model}`" if judge_model else "not graded (`--no-judge`)"
+    lines = [
+        f"# Evaluation: {title}",
+        "",
+        f"{len(results)} questions · {judged_by} · written {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"Costs are **estimates** from list prices as of {PRICES_AS_OF.isoformat()} "
+        "(`datascraper/evaluation/pricing.py`), not billed amounts; n/a: a model missing from the table.",
+        "",
+        "## Totals",
+        "",
+        *_totals(results),
+        "",
+        "## Calibration: accuracy by confidence band",
+        "",
+        "Does a low confidence mean a wrong answer? Accuracy is the share the judge found correct.",
+        "",
+        "| confidence | graded | correct | partially | accuracy | |",
+        "|---|---:|---:|---:|---:|---|",
+        *(_band_row(band) for band in bands),
+        "",
+        f"![accuracy by confidence band]({PLOT_NAME})",
+        "",
+    ]
+    if diff is not None:
+        lines += ["## Against the baseline", "", *_diff_lines(diff), ""]
+    lines += [
+        "## Per question",
+        "",
+        "| id | verdict | latency | tokens | est. cost | calls | rounds | routes | confidence | citations ✓/✗/? | notes |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---|---|",
+        *(_question_row(result) for result in results),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _totals(results: Sequence[EvalResult]) -> list[str]:
+    answered = [r for r in results if r.status == "answered"]
+    verdicts = [r.verdict for r in results if r.verdict is not None]
+    latencies = [r.measures.latency_ms / 1000 for r in answered]
+    costs = [r.measures.cost_usd for r in results]
+    known_costs = [c for c in costs if c is not None]
+    citations = {status: sum(r.measures.citations.get(status, 0) for r in results) for status in _CITATION_STATUSES}
+    accuracy = f"{verdicts.count('correct') / len(verdicts):.0%}" if verdicts else "n/a"
+    cost = f"${sum(known_costs):.2f}" + (" (some n/a)" if len(known_costs) < len(costs) else "")
+    return [
+        "| questions | answered | errors | correct | partially | wrong | ungraded | accuracy |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {len(results)} | {len(answered)} | {len(results) - len(answered)} | {verdicts.count('correct')} "
+        f"| {verdicts.count('partially')} | {verdicts.count('wrong')} | {len(answered) - len(verdicts)} | {accuracy} |",
+        "",
+        "| latency p50 | latency p95 | tokens | est. cost | model calls | web searches | rounds | citations ✓/✗/? |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+        f"| {_seconds(percentile(latencies, 0.5))} | {_seconds(percentile(latencies, 0.95))} "
+        f"| {sum(r.measures.tokens for r in results):,} | {cost} | {sum(r.measures.model_calls for r in results)} "
+        f"| {sum(r.measures.web_search_calls for r in results)} | {sum(r.measures.rounds for r in results)} "
+        f"| {'/'.join(str(citations[s]) for s in _CITATION_STATUSES)} |",
+    ]
+
+
+_CITATION_STATUSES = ("supported", "unsupported", "unreachable")
+
+
+def _band_row(band: Band) -> str:
+    accuracy = band.accuracy
+    bar = "" if accuracy is None else "█" * round(accuracy * BAR_WIDTH) + "░" * (BAR_WIDTH - round(accuracy * BAR_WIDTH))
+    shown = "n/a" if accuracy is None else f"{accuracy:.0%}"
+    return f"| {band.label} | {band.graded} | {band.correct} | {band.partially} | {shown} | `{bar}` |"
+
+
+def _diff_lines(diff: BaselineDiff) -> list[str]:
+    rows = [
+        ("fixed (correct now, not before)", diff.fixed),
+        ("broken (correct before, not now)", diff.broken),
+        (f"faster (at most {CHANGE_RATIO:.0%} of the time)", diff.faster),
+        ("slower", diff.slower),
+        (f"cheaper (at most {CHANGE_RATIO:.0%} of the cost)", diff.cheaper),
+        ("costlier", diff.costlier),
+        ("new (not in the baseline)", diff.new),
+    ]
+    return [f"- {label}: {len(ids)}" + (f" — {', '.join(ids)}" if ids else "") for label, ids in rows]
+
+
+def _question_row(result: EvalResult) -> str:
+    m = result.measures
+    if result.status == "error":
+        verdict, notes = "error", f"`{result.error_code}`"
+    elif result.judge is None:
+        verdict, notes = "ungraded", f"judge failed: `{result.judge_error}`" if result.judge_error else ""
+    else:
+        verdict = result.judge.verdict
+        missed = [grade.criteria for grade in result.judge.criteria if not grade.met]
+        notes = ("not met: " + "; ".join(missed)) if missed else ""
+    if m.numbers_unmatched:
+        notes += f"{'; ' if notes else ''}{m.numbers_unmatched} untraced numbers"
+    routes = ", ".join(f"{route} {count}" for route, count in sorted(m.routes.items())) or "—"
+    if m.web_search_calls:
+        routes += f" ({m.web_search_calls} searches)"
+    confidence = "—" if m.confidence is None else f"{m.confidence:.2f}"
+    cost = "n/a" if m.cost_usd is None else f"${m.cost_usd:.4f}"
+    citations = "/".join(str(m.citations.get(status, 0)) for status in _CITATION_STATUSES)
+    return (
+        f"| {result.id} | {verdict} | {m.latency_ms / 1000:.1f} s | {m.tokens:,} | {cost} | {m.model_calls} "
+        f"| {m.rounds} | {routes} | {confidence} | {citations} | {_cell(notes)} |"
+    )
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} s"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def calibration_svg(bands: Sequence[Band]) -> str:
+    """Accuracy per confidence band as bars (0-100%), each labelled with its band and answer count."""
+    width, height, left, bottom, top = 520, 240, 40, 200, 20
+    slot = (width - left - 10) / max(1, len(bands))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="11">',
+        "<title>Accuracy by confidence band</title>",
+        f'<line x1="{left}" y1="{bottom}" x2="{width - 10}" y2="{bottom}" stroke="#444"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#444"/>',
+    ]
+    for tick in (0, 50, 100):
+        y = bottom - (bottom - top) * tick / 100
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.0f}" text-anchor="end">{tick}%</text>')
+    for n, band in enumerate(bands):
+        x = left + n * slot + slot * 0.15
+        bar_width = slot * 0.7
+        accuracy = band.accuracy
+        if accuracy is not None:
+            bar_height = (bottom - top) * accuracy
+            parts.append(
+                f'<rect x="{x:.1f}" y="{bottom - bar_height:.1f}" width="{bar_width:.1f}" '
+                f'height="{bar_height:.1f}" fill="#3b7dd8"><title>{accuracy:.0%}</title></rect>'
+            )
+            parts.append(
+                f'<text x="{x + bar_width / 2:.1f}" y="{bottom - bar_height - 4:.1f}" text-anchor="middle">'
+                f"{accuracy:.0%}</text>"
+            )
+        parts.append(
+            f'<text x="{x + bar_width / 2:.1f}" y="{bottom + 14}" text-anchor="middle">{escape(band.label)}</text>'
+        )
+        parts.append(
+            f'<text x="{x + bar_width / 2:.1f}" y="{bottom + 28}" text-anchor="middle">n={band.graded}</text>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

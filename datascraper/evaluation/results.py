@@ -1,0 +1,138 @@
+"""One result per question, and the JSONL log of them that an interrupted evaluation resumes from."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+Verdict = Literal["correct", "partially", "wrong"]
+
+
+class CriterionGrade(BaseModel):
+    """The judge's grade of one rubric item."""
+
+    criteria: str
+    operator: str
+    met: bool
+    reason: str
+
+
+class JudgeVerdict(BaseModel):
+    """The judge model's structured answer: each rubric item, then the verdict on the whole answer."""
+
+    criteria: list[CriterionGrade]
+    verdict: Verdict
+    explanation: str
+
+
+class RunMeasures(BaseModel):
+    """What one run cost and did: time, model use, routes, confidence and its citations' checks."""
+
+    latency_ms: int
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    web_search_calls: int = 0
+    cost_usd: float | None = Field(default=None, description="An estimate from `pricing`; None: unknown price.")
+    rounds: int = 0
+    routes: dict[str, int] = Field(default_factory=dict, description="Sub-questions answered, by route.")
+    fallbacks: int = 0
+    confidence: float | None = Field(default=None, description="The run's evidence confidence; None on the quick path.")
+    citations: dict[str, int] = Field(
+        default_factory=dict, description="Verified citations by status: supported, unsupported, unreachable."
+    )
+    markers_unresolved: int = 0
+    numbers_unmatched: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class EvalResult(BaseModel):
+    """One question's run and grade, as a line of the results JSONL."""
+
+    id: str
+    question: str
+    category: str | None = None
+    status: Literal["answered", "error"]
+    error_code: str | None = None
+    error_message: str | None = None
+    mode: str | None = Field(default=None, description="The path taken: quick or research.")
+    answer: str = ""
+    sources: int = 0
+    measures: RunMeasures
+    judge: JudgeVerdict | None = None
+    judge_model: str | None = None
+    judge_error: str | None = None
+    finished_at: datetime
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.judge.verdict if self.judge is not None else None
+
+
+class ResultLog:
+    """The results JSONL: appended to as each question finishes, read back to resume.
+
+    A line cut short by an interruption does not parse; it is ignored (its question runs again) and
+    rewritten away on the next append, so the file stays one result per line.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._checked = False
+
+    def read(self) -> list[EvalResult]:
+        return list(self._parsed())
+
+    def done_ids(self) -> set[str]:
+        return {result.id for result in self._parsed()}
+
+    def append(self, result: EvalResult) -> None:
+        if not self._checked:
+            self._drop_partial_line()
+            self._checked = True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(result.model_dump_json() + "\n")
+            out.flush()
+
+    def _parsed(self) -> Iterator[EvalResult]:
+        if not self.path.exists():
+            return
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                yield EvalResult.model_validate_json(line)
+            except ValidationError:
+                continue
+
+    def _drop_partial_line(self) -> None:
+        if not self.path.exists():
+            return
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if line.strip() and _parses(line)]
+        if len(kept) != len(lines):
+            self.path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+
+def _parses(line: str) -> bool:
+    try:
+        EvalResult.model_validate_json(line)
+    except (ValidationError, json.JSONDecodeError):
+        return False
+    return True
+
+
+def load_results(path: Path) -> list[EvalResult]:
+    """The results of an earlier evaluation (a `--baseline`)."""
+    return ResultLog(path).read()

@@ -1,0 +1,82 @@
+"""The judge grades an answer through the model provider (the fake server here), from the question, the
+reference, the rubric and the answer only."""
+
+from __future__ import annotations
+
+import pytest
+
+from datascraper.evaluation.judge import Judge, judge_model
+from datascraper.evaluation.results import CriterionGrade, JudgeVerdict
+from datascraper.evaluation.runner import evaluate_question
+from datascraper.evaluation.questions import RubricItem
+from datascraper.models_config import ResearchConfig
+from tests.datascraper.evaluation.support import question, router, summary
+from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, JsonReply, RecordedRequest
+
+
+def is_judge(request: RecordedRequest) -> bool:
+    return request.is_structured and (request.text_format or {}).get("name") == "JudgeVerdict"
+
+
+PARTIAL = JudgeVerdict(
+    criteria=[
+        CriterionGrade(criteria="391.0 billion", operator="correctness", met=True, reason="States $391.04 billion."),
+        CriterionGrade(criteria="fiscal year ended September 2024", operator="correctness", met=False, reason="No period."),
+    ],
+    verdict="partially",
+    explanation="The figure is right but the period is not named.",
+)
+
+
+def test_the_judge_model_is_eval_judge_model_else_the_research_model() -> None:
+    assert judge_model(ResearchConfig(research_model="gpt-5.4")) == "gpt-5.4"
+    assert judge_model(ResearchConfig.from_env({"EVAL_JUDGE_MODEL": "gpt-5.4-mini"})) == "gpt-5.4-mini"
+
+
+async def test_an_answer_is_graded_per_rubric_item_by_the_judge_model(fake_openai: FakeOpenAIServer, research_env) -> None:
+    research_env(EVAL_JUDGE_MODEL="gpt-5.4-mini")
+    fake_openai.script(JsonReply(PARTIAL), when=is_judge)
+    row = question(
+        rubric=[
+            RubricItem(operator="correctness", criteria="391.0 billion"),
+            RubricItem(operator="correctness", criteria="fiscal year ended September 2024"),
+            RubricItem(operator="contradiction", criteria="Net sales fell about 2% from fiscal 2023"),
+        ]
+    )
+
+    result = await evaluate_question(row, judge=Judge(judge_model()), research=router(lambda _: summary(score=0.93)))
+
+    assert result.verdict == "partially"
+    assert [grade.met for grade in result.judge.criteria] == [True, False]
+    assert result.judge_model == "gpt-5.4-mini"
+    (request,) = [r for r in fake_openai.requests if is_judge(r)]
+    assert request.model == "gpt-5.4-mini"
+    sent = request.input_text
+    assert row.question in sent and row.reference in sent
+    assert "1. [correctness] 391.0 billion" in sent
+    assert "3. [contradiction] Net sales fell about 2% from fiscal 2023" in sent
+    assert "Apple's net sales were $391.04 billion [1]." in sent
+    assert "as of 2024-11-01" in sent
+    # Never our own confidence (0.93) nor its vocabulary: the judge must not be swayed by it.
+    assert "0.93" not in sent + request.instructions and "confidence" not in sent.lower()
+
+
+async def test_a_judge_that_fails_leaves_the_answer_ungraded_with_the_failure_code(
+    fake_openai: FakeOpenAIServer, research_env
+) -> None:
+    research_env(RESEARCH_MAX_RETRIES="0")
+    fake_openai.script(ErrorReply(429, code="insufficient_quota", type="insufficient_quota"), when=is_judge)
+
+    result = await evaluate_question(question(), judge=Judge(judge_model()), research=router(lambda _: summary()))
+
+    assert result.status == "answered" and result.answer
+    assert result.judge is None and result.judge_error == "provider_quota_exceeded"
+
+
+@pytest.mark.parametrize("reply", [JsonReply(raw='{"verdict": "maybe"}', validate=False)])
+async def test_a_judge_answer_out_of_shape_is_a_judge_error_not_a_verdict(fake_openai: FakeOpenAIServer, reply) -> None:
+    fake_openai.script(reply, when=is_judge)
+
+    result = await evaluate_question(question(), judge=Judge(judge_model()), research=router(lambda _: summary()))
+
+    assert result.verdict is None and result.judge_error == "invalid_model_output"
