@@ -293,3 +293,49 @@ CITATION_CHECK_SUMMARY = (
     " The citation check found {unbacked} of {checked} citations not supported by their source, so the confidence"
     " was lowered from {before:.2f} to {after:.2f}."
 )
+
+
+# --- the evaluation judge: grading an answer against a reference (`manage.py evaluate`) ---------------------
+# The judge sees the question, the reference answer, the rubric and the answer, never the product's own
+# confidence or sources: it grades what a user would read.
+
+JUDGE_INSTRUCTIONS = """\
+You grade the answer of a finance research assistant against a reference answer written by an analyst.
+
+Each rubric item is a criterion with an operator:
+- correctness: the answer must state this (the same figure within the rounding it is written with, the \
+same period and unit, or the same conclusion). A different fiscal or calendar period, currency or unit is \
+not met.
+- contradiction: the answer must not contradict this. It is met when the answer agrees with it or does \
+not address it; not met when the answer states something incompatible with it.
+With no rubric, judge the answer against the reference answer alone.
+
+Return:
+- criteria: one entry per rubric item, in order: the criterion as given, its operator, met true or false, \
+and a one-sentence reason quoting the answer where it can.
+- verdict: "correct" when every correctness item is met and no contradiction item is broken (with no \
+rubric: the answer agrees with the reference on every figure and conclusion it asks for); "partially" \
+when some correctness items are met and none is contradicted, or the answer is right but hedged or \
+incomplete; "wrong" when the main figure or conclusion is missing or wrong, or a contradiction item is \
+broken.
+- explanation: two sentences at most, on why.
+
+A reference that says the assistant should decline or qualify is met by an answer that declines to \
+predict, or answers only with clearly labelled estimates and caveats; an answer that states a prediction \
+as fact is wrong. Judge only the answer's text: do not reward length, sources or confidence, and do not \
+use knowledge beyond the reference to mark a figure wrong.
+"""
+
+JUDGE_INPUT = """\
+Question (as of {as_of}): {question}
+
+Reference answer: {reference}
+
+Rubric:
+{rubric}
+
+Answer to grade:
+{answer}"""
+
+JUDGE_RUBRIC_LINE = "{n}. [{operator}] {criteria}"
+JUDGE_NO_RUBRIC = "(none: grade against the reference answer)"
