@@ -89,17 +89,21 @@ async def test_a_quarterly_comparison_stores_a_growth_rate_for_each_quarter_aske
         if fact["kind"] in ("growth", "yoy_growth") and fact["inputs"][0]["symbol"] == "AAPL"
     ]
     assert apple_growth == [
-        ("growth", [("2025-03-31", 95_359e6, 1), ("2024-12-31", 124_300e6, 1)], pytest.approx(-23.283186, abs=1e-6)),
-        ("yoy_growth", [("2025-03-31", 95_359e6, 1), ("2024-03-31", 90_753e6, 1)], pytest.approx(5.075314, abs=1e-6)),
-        ("growth", [("2024-12-31", 124_300e6, 1), ("2024-09-30", 94_930e6, 1)], pytest.approx(30.938586, abs=1e-6)),
-        ("growth", [("2024-09-30", 94_930e6, 1), ("2024-06-30", 85_777e6, 1)], pytest.approx(10.670693, abs=1e-6)),
+        ("growth", [("2025-03-29", 95_359e6, 1), ("2024-12-28", 124_300e6, 1)], pytest.approx(-23.283186, abs=1e-6)),
+        ("yoy_growth", [("2025-03-29", 95_359e6, 1), ("2024-03-30", 90_753e6, 1)], pytest.approx(5.075314, abs=1e-6)),
+        ("growth", [("2024-12-28", 124_300e6, 1), ("2024-09-28", 94_930e6, 1)], pytest.approx(30.938586, abs=1e-6)),
+        ("growth", [("2024-09-28", 94_930e6, 1), ("2024-06-29", 85_777e6, 1)], pytest.approx(10.670693, abs=1e-6)),
     ]  # (95,359 - 124,300) / 124,300; (95,359 - 90,753) / 90,753; (124,300 - 94,930) / 94,930; (94,930 - 85,777) / 85,777
     assert run["signals"]["numbers"]["unmatched"] == 0 and run["signals"]["numbers"]["computed"] == 1
     [apple, _] = next(e for e in events if e.type == "sources").data["sources"]
     assert (apple["title"], apple["as_of"]) == (
-        "Yahoo Finance — AAPL income statement (quarterly), 3 periods ending 2024-09-30 to 2025-03-31, "
-        "with 2 earlier for growth",
-        "2025-03-31",
+        "Yahoo Finance — AAPL income statement (quarterly), 3 periods ending 2024-09-28 to 2025-03-29, "
+        "with 2 earlier for growth; Q4 FY2024 (Jul–Sep 2024) to Q2 FY2025 (Jan–Mar 2025)",
+        "2025-03-29",
     )
     apple_chart = next(e.data for e in events if e.type == "chart" and e.data["series"][0]["name"] == "AAPL")
-    assert apple_chart["series"][0]["points"] == [["2024-Q3", 94_930e6], ["2024-Q4", 124_300e6], ["2025-Q1", 95_359e6]]
+    assert apple_chart["series"][0]["points"] == [
+        ["Q4 FY2024 (Jul–Sep 2024)", 94_930e6],
+        ["Q1 FY2025 (Oct–Dec 2024)", 124_300e6],
+        ["Q2 FY2025 (Jan–Mar 2025)", 95_359e6],
+    ]

@@ -147,12 +147,20 @@ def _hourly_chart(listing: Listing, params: dict[str, str]) -> dict[str, Any]:
     """Five days of hourly bars; with `includePrePost`, pre- and post-market bars too. On the day before
     TODAY the post-market moves the price by `after_hours_move` (an earnings reaction, say)."""
     prepost = str(params.get("includePrePost", "")).lower() == "true"
-    days = pd.bdate_range(end=TODAY, periods=5)
+    days = trading_days(params)
     daily_closes = listing.closes(days)
     stamps: list[int] = []
     closes: list[float] = []
+    zone = {"timezone": listing.exchange.short_tz, "gmtoffset": listing.exchange.gmtoffset}
+    sessions = []
     for day, close in zip(days, daily_closes, strict=True):
         start = _bar_time(listing, day.date())
+        regular = {**zone, "start": start, "end": start + 6 * 3600 + 1800}
+        if prepost:
+            sessions.append({"pre": {**zone, "start": start - 5 * 3600, "end": start}, "regular": regular,
+                             "post": {**zone, "start": regular["end"], "end": regular["end"] + 4 * 3600}})
+        else:
+            sessions.append([regular])
         hours = range(-5, 11) if prepost else range(0, 7)
         for hour in hours:
             price = float(close)
@@ -161,6 +169,10 @@ def _hourly_chart(listing: Listing, params: dict[str, str]) -> dict[str, Any]:
             stamps.append(start + hour * 3600)
             closes.append(round(price, 4))
     meta = chart_meta(listing, params, np.array(daily_closes))
+    # Yahoo sends each day's sessions with intraday bars only; yfinance needs them to drop unasked pre/post bars.
+    meta["tradingPeriods"] = (
+        {key: [[session[key]] for session in sessions] for key in ("pre", "regular", "post")} if prepost else sessions
+    )
     return {
         "chart": {
             "result": [
