@@ -2,7 +2,8 @@
 
 A statement is as of its newest period end, a price history as of its last bar, anything else as of the
 time its tool dates it (a quote: when it was fetched, since Yahoo Finance does not date quotes). The range
-a source covers is named in its title where the market data client builds it.
+a source covers is named in its title where the market data client builds it, and its fiscal periods by
+`fiscal_fetch`.
 """
 
 from __future__ import annotations

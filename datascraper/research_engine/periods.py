@@ -358,6 +358,7 @@ _ORDINAL = r"(?P<n>first|second|third|fourth|1st|2nd|3rd|4th)"
 _FISCAL_QUARTERS = (
     re.compile(rf"\bq(?P<n>[1-4])\s+(?:of\s+)?{_FISCAL}\s*{_FISCAL_YEAR}\b"),  # Q3 FY2025, Q3 of fiscal 2025
     re.compile(rf"\b{_FISCAL}\s*{_FISCAL_YEAR}\s+q(?P<n>[1-4])\b"),  # FY2025 Q3, fiscal 2025 Q3
+    re.compile(rf"\b{_FISCAL}\s*{_FISCAL_YEAR}(?:'s)?\s+{_ORDINAL}\s+quarter\b"),  # fiscal 2025's third quarter
     re.compile(rf"\bfiscal\s+q(?P<n>[1-4])\s+(?:of\s+)?{_FISCAL_YEAR}\b"),  # fiscal Q3 2025
     # the fiscal third quarter of 2025, the third fiscal quarter of (fiscal) 2025
     re.compile(rf"\bfiscal\s+{_ORDINAL}\s+quarter\s+(?:of\s+)?(?:{_FISCAL}\s*)?{_FISCAL_YEAR}\b"),

@@ -137,6 +137,8 @@ FISCAL_WORDING = [
     ("Apple's revenue in the fiscal third quarter of 2025", "Q3 FY2025"),
     ("Apple's revenue in the third fiscal quarter of 2025", "Q3 FY2025"),
     ("Apple's revenue in the third quarter of fiscal 2025", "Q3 FY2025"),
+    ("Apple's revenue in fiscal 2025's third quarter", "Q3 FY2025"),
+    ("Apple's revenue in the FY2025 third quarter", "Q3 FY2025"),
     ("Apple's revenue in fiscal 2024", "FY2024"),
     ("Apple's revenue in fiscal year 2024", "FY2024"),
     ("Apple's revenue in FY2022-FY2024", "FY2022 to FY2024"),
