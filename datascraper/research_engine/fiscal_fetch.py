@@ -8,7 +8,8 @@ years end in different months. Without a calendar (too few dates, or no statemen
 calendar months and the result says so (`periods.resolve_fiscal`).
 
 Statements fetched without fiscal wording have their calendar read alongside, so that their periods are
-named both ways ("Q3 FY2025 (Aug–Oct 2024)") in titles, facts and charts.
+named both ways ("Q3 FY2025 (Aug–Oct 2024)") in titles, facts and charts. Quarterly statements must agree
+with the calendar (each quarter closing a quarter of it), or their periods are named by their dates alone.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ async def fetch_by_fiscal_period(
     else:  # annual statements (the tool's default) end on fiscal year ends: they show their own calendar
         finding = await fetch_market_data(tickers, data, question=question, request=request, timeout_s=timeout_s)
         calendars = _calendars_of(finding)
+    calendars = _confirmed(calendars, finding)
     return FiscalMarketData(titled(finding, calendars), calendars)
 
 
@@ -106,6 +108,7 @@ async def _fetch_fiscal_periods(
         errors.append(ToolFailure(symbol=", ".join(beyond_cap), code="invalid_argument", message=message))
     results = [result for part in parts for result in part.results]
     finding = MarketDataFinding(tickers=fetched, data=data, question=question, results=results, errors=errors)
+    calendars = _confirmed(calendars, finding)
     return FiscalMarketData(titled(finding, calendars, ask=ask), calendars)
 
 
@@ -126,6 +129,20 @@ def _calendars_of(finding: MarketDataFinding) -> dict[str, FiscalCalendar]:
             if calendar is not None:
                 calendars[statement.symbol] = calendar
     return calendars
+
+
+def _confirmed(calendars: dict[str, FiscalCalendar], finding: MarketDataFinding) -> dict[str, FiscalCalendar]:
+    """The calendars that the quarterly statements of `finding` agree with: a quarter that closes no quarter
+    of its company's calendar (a fiscal year changed since) leaves that company's periods named by date."""
+    confirmed = dict(calendars)
+    for result in finding.results:
+        statement = result.result()
+        calendar = confirmed.get(result.symbol)
+        if calendar is None or not isinstance(statement, FinancialStatement) or statement.frequency != "quarterly":
+            continue
+        if any(calendar.period_ending(end, quarterly=True) is None for end in statement.periods):
+            del confirmed[result.symbol]
+    return confirmed
 
 
 def titled(

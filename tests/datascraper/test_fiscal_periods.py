@@ -494,3 +494,15 @@ async def test_the_earnings_report_of_a_fiscal_quarter_is_the_one_after_it_close
     [result] = fetched.finding.results
     assert [event.date.date().isoformat() for event in result.result().asked_reported] == ["2025-01-30"]
     assert result.title.endswith("; Q1 FY2025 (Oct–Dec 2024)")
+
+
+async def test_quarters_that_do_not_fit_the_year_ends_leave_the_periods_named_by_their_dates(session):
+    # Year ends in September, but quarters closing in August, November...: a fiscal year that changed.
+    shifted = [D("2025-08-31"), D("2025-05-31"), D("2025-02-28"), D("2024-11-30"), D("2024-08-31")]
+    session.statements = {**STATEMENTS, ("AAPL", "quarterly"): shifted}
+
+    finding = await answered("Apple's revenue in each of the last 2 quarters", ["AAPL"])
+
+    [result] = finding.market_data.results
+    assert finding.fiscal_calendars == {}
+    assert result.title.endswith("2 periods ending 2025-05-31 to 2025-08-31, with 3 earlier for growth")
