@@ -17,6 +17,7 @@ from datascraper.schemas import (
     StatusEvent,
     UsageLedger,
 )
+from tests.fakes.openai_server import RecordedRequest
 
 
 def question(id: str = "aapl-fy2024", **fields: object) -> EvalQuestion:
@@ -99,3 +100,8 @@ def result(
         judge=judge,
         finished_at=datetime(2026, 11, 26, tzinfo=UTC),
     )
+
+
+def is_judge(request: RecordedRequest) -> bool:
+    """The judge's call: a structured output with the JudgeVerdict schema."""
+    return request.is_structured and (request.text_format or {}).get("name") == "JudgeVerdict"

@@ -10,12 +10,8 @@ from datascraper.evaluation.results import CriterionGrade, JudgeVerdict
 from datascraper.evaluation.runner import evaluate_question
 from datascraper.evaluation.questions import RubricItem
 from datascraper.models_config import ResearchConfig
-from tests.datascraper.evaluation.support import question, router, summary
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, JsonReply, RecordedRequest
-
-
-def is_judge(request: RecordedRequest) -> bool:
-    return request.is_structured and (request.text_format or {}).get("name") == "JudgeVerdict"
+from tests.datascraper.evaluation.support import is_judge, question, router, summary
+from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, JsonReply
 
 
 PARTIAL = JudgeVerdict(
