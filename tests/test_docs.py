@@ -11,6 +11,7 @@ reads well. These tests read README.md and every docs/*.md file and check what t
   variables only they read), unless it is one of Django's own settings;
 - every backticked path into the tree (`chat/...`, `datascraper/...`, `benchmarks/...`, ...) exists;
 - every relative link resolves, to a file and, with `#anchor`, to one of its headings;
+- every figure in docs/performance.md's tables names the benchmark script that prints it;
 - every block fenced by `<!-- output of: python benchmarks/X.py [args] -->` and `<!-- end of output -->` is
   what that script prints now (timings normalised). `python tests/test_docs.py --write` rewrites the blocks.
 
@@ -200,6 +201,27 @@ def test_every_relative_link_resolves() -> None:
             elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
                 problems.append(f"{where}: link to {target}: {resolved.relative_to(ROOT)} has no heading #{anchor}")
     assert not problems, _report(problems, "relative links in the docs do not resolve")
+
+
+def test_every_measured_figure_names_the_command_that_reproduces_it() -> None:
+    """docs/performance.md: each row of a table with a `command` column names a benchmark script that exists."""
+    doc = ROOT / "docs" / "performance.md"
+    problems, columns = [], None
+    for number, line in enumerate(doc.read_text().splitlines(), start=1):
+        if not line.startswith("|"):
+            columns = None
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if columns is None:
+            columns = cells
+            continue
+        if "command" not in columns or set(line) <= set("|-: "):
+            continue
+        command = cells[columns.index("command")]
+        scripts = re.findall(r"python (benchmarks/[\w.]+\.py)", command)
+        if not scripts or not all((ROOT / script).exists() for script in scripts):
+            problems.append(f"docs/performance.md:{number}: `{cells[0]}` names no benchmark script that exists ({command!r})")
+    assert not problems, _report(problems, "figures lack the command that reproduces them")
 
 
 def _examples() -> list[tuple[Path, int, str, str]]:
