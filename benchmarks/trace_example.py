@@ -1,4 +1,4 @@
-"""The README's research trace example, from a real run: `python benchmarks/trace_example.py`.
+"""The research trace example of docs/confidence.md, from a real run: `python benchmarks/trace_example.py`.
 
 Runs "How did Apple's revenue change over the last 3 quarters, and what do analysts expect next?" through
 `run_research` in mode research and prints the `round` events a client receives, then the run's
