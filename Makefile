@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-postgres test-postgres-db-events install install-dev migrate benchmarks clean
+.PHONY: run test test-postgres test-postgres-db-events install install-dev migrate benchmarks clean check-install
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -51,3 +51,12 @@ benchmarks: install-dev
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# What a user without make gets: requirements.txt alone, with the Python's own pip, in a fresh venv; the app
+# must then pass Django's checks, which import every module the URLs reach (trafilatura included).
+CHECK_VENV := /tmp/check-install-venv
+check-install:
+	rm -rf $(CHECK_VENV) && $(PYTHON) -m venv $(CHECK_VENV)
+	$(CHECK_VENV)/bin/pip install --quiet -r requirements.txt
+	DJANGO_DEBUG=1 $(CHECK_VENV)/bin/python manage.py check
+	rm -rf $(CHECK_VENV)
