@@ -208,27 +208,27 @@ def _text_of(content: str | Sequence[BaseModel] | None) -> str:
     return "\n".join(part.text for part in content if isinstance(part, TextPart))
 
 
-class InstructionMessage(BaseModel):
+class _TextMessage(BaseModel):
+    content: str | Sequence[BaseModel] | None
+
+    @property
+    def text(self) -> str:
+        return _text_of(self.content)
+
+
+class InstructionMessage(_TextMessage):
     """`system` or `developer`: accepted and dropped, since the research router writes its own instructions."""
 
     role: Literal["system", "developer"]
     content: str | list[TextPart]
 
-    @property
-    def text(self) -> str:
-        return _text_of(self.content)
 
-
-class UserMessage(BaseModel):
+class UserMessage(_TextMessage):
     role: Literal["user"]
     content: str | list[UserPart]
 
-    @property
-    def text(self) -> str:
-        return _text_of(self.content)
 
-
-class AssistantTurnMessage(BaseModel):
+class AssistantTurnMessage(_TextMessage):
     """An earlier answer. As in OpenAI's API, `content` may be null when the turn called tools instead."""
 
     role: Literal["assistant"]
@@ -241,10 +241,6 @@ class AssistantTurnMessage(BaseModel):
         if self.content is None and not self.tool_calls and not self.function_call:
             raise ValueError("an assistant message needs 'content' unless it has 'tool_calls' or 'function_call'")
         return self
-
-    @property
-    def text(self) -> str:
-        return _text_of(self.content)
 
 
 class ToolResultMessage(BaseModel):
