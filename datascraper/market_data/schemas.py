@@ -168,9 +168,9 @@ class PriceHistory(MarketDataResult):
         first = self.bars[0].date.date() if self.bars else None
         last = self.bars[-1].date.date() if self.bars else None
         lines = [
-            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close as traded {fmt(self.first_close)} -> "
-            f"{fmt(self.last_close)} ({fmt_pct(self.change_percent)}); high {fmt(self.period_high)}, "
-            f"low {fmt(self.period_low)}"
+            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close as traded "
+            f"{fmt(self.first_close)} -> {fmt(self.last_close)} ({fmt_pct(self.change_percent)}); "
+            f"high {fmt(self.period_high)}, low {fmt(self.period_low)}"
         ]
         step = max(1, -(-len(self.bars) // _SUMMARY_HISTORY_BARS))
         shown = self.bars[::step]

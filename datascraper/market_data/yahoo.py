@@ -9,7 +9,6 @@ output caps, NaN/inf cleaning, yfinance's exclusive `end` made inclusive, an emp
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
@@ -35,7 +34,6 @@ from datascraper.market_data.errors import (
     MarketDataUpstreamError,
     NoMarketData,
 )
-from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.market_data.schemas import (
     DEFAULT_NEWS_ITEMS,
     MAX_NEWS_ITEMS,
@@ -48,7 +46,6 @@ from datascraper.market_data.schemas import (
     HistoryPeriod,
     MarketDataResult,
     News,
-    NewsItem,
     PriceBar,
     PriceHistory,
     PriceTarget,
@@ -59,6 +56,17 @@ from datascraper.market_data.schemas import (
     StatementKind,
     StatementLine,
     ESSENTIAL_STATEMENT_LINES,
+)
+from datascraper.market_data.symbols import yahoo_spelling
+from datascraper.market_data.values import (
+    currency_or_none,
+    integer,
+    main_unit,
+    moment,
+    news_item,
+    num,
+    scaled,
+    text,
 )
 
 logger = logging.getLogger(__name__)
@@ -89,10 +97,6 @@ _STATEMENT_FREQ = {"annual": "yearly", "quarterly": "quarterly", "ttm": "trailin
 _STATEMENT_PAGE = {"income": "financials", "balance": "balance-sheet", "cash_flow": "cash-flow"}
 _STATEMENT_NAME = {"income": "income statement", "balance": "balance sheet", "cash_flow": "cash flow statement"}
 
-# Quote currencies that are hundredths of the main one: London in pence, Johannesburg in cents, Tel Aviv in
-# agorot. Prices are given in the main unit, so that a market cap or a comparison never comes out 100x.
-SUB_UNITS = {"GBp": ("GBP", 100.0), "GBX": ("GBP", 100.0), "ZAc": ("ZAR", 100.0), "ZAC": ("ZAR", 100.0),
-             "ILA": ("ILS", 100.0)}
 PREVIOUS_CLOSE_BASIS = "regularMarketPreviousClose: the official close of the previous regular session"
 
 ResultT = TypeVar("ResultT", bound=MarketDataResult)
@@ -286,15 +290,15 @@ class YahooFinanceAdapter:
         # not used: its `previous_close` is the last trade of the day before, after-hours included, so after
         # an earnings move the change would be off by the whole move.
         info = self._ticker(symbol).info or {}
-        currency, divisor = _main_unit(_text(info.get("currency")))
-        price = _scaled(info.get("regularMarketPrice") or info.get("currentPrice"), divisor)
+        currency, divisor = main_unit(text(info.get("currency")))
+        price = scaled(info.get("regularMarketPrice") or info.get("currentPrice"), divisor)
         if price is None:
             raise NoMarketData(f"Yahoo Finance has no quote for {symbol}.")
-        previous = _scaled(info.get("regularMarketPreviousClose"), divisor)
+        previous = scaled(info.get("regularMarketPreviousClose"), divisor)
         change = price - previous if previous is not None else None
-        shares = _num(info.get("sharesOutstanding"))
+        shares = num(info.get("sharesOutstanding"))
         retrieved_at = self._now()
-        traded_at = _num(info.get("regularMarketTime"))
+        traded_at = num(info.get("regularMarketTime"))
         notes = [f"Prices converted from {info.get('currency')} to {currency} (1/{divisor:g})."] if divisor > 1 else []
         return Quote(
             symbol=symbol,
@@ -306,20 +310,20 @@ class YahooFinanceAdapter:
             price=price,
             previous_close=previous,
             previous_close_basis=PREVIOUS_CLOSE_BASIS,
-            change=_num(change),
-            change_percent=_num(change / previous * 100) if change is not None and previous else None,
-            open=_scaled(info.get("regularMarketOpen"), divisor),
-            day_high=_scaled(info.get("regularMarketDayHigh"), divisor),
-            day_low=_scaled(info.get("regularMarketDayLow"), divisor),
-            volume=_int(info.get("regularMarketVolume")),
+            change=num(change),
+            change_percent=num(change / previous * 100) if change is not None and previous else None,
+            open=scaled(info.get("regularMarketOpen"), divisor),
+            day_high=scaled(info.get("regularMarketDayHigh"), divisor),
+            day_low=scaled(info.get("regularMarketDayLow"), divisor),
+            volume=integer(info.get("regularMarketVolume")),
             # Shares times the price in the main unit; Yahoo's own marketCap only when the share count is missing.
-            market_cap=_num(shares * price) if shares else _num(info.get("marketCap")),
-            year_high=_scaled(info.get("fiftyTwoWeekHigh"), divisor),
-            year_low=_scaled(info.get("fiftyTwoWeekLow"), divisor),
-            fifty_day_average=_scaled(info.get("fiftyDayAverage"), divisor),
-            two_hundred_day_average=_scaled(info.get("twoHundredDayAverage"), divisor),
-            exchange=_text(info.get("exchange")),
-            quote_type=_text(info.get("quoteType")),
+            market_cap=num(shares * price) if shares else num(info.get("marketCap")),
+            year_high=scaled(info.get("fiftyTwoWeekHigh"), divisor),
+            year_low=scaled(info.get("fiftyTwoWeekLow"), divisor),
+            fifty_day_average=scaled(info.get("fiftyDayAverage"), divisor),
+            two_hundred_day_average=scaled(info.get("twoHundredDayAverage"), divisor),
+            exchange=text(info.get("exchange")),
+            quote_type=text(info.get("quoteType")),
         )
 
     def _price_history(
@@ -351,7 +355,7 @@ class YahooFinanceAdapter:
             )
         else:
             picked = frame
-        currency, divisor = _main_unit(_currency(symbol, lambda: ticker.get_history_metadata().get("currency")))
+        currency, divisor = main_unit(currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency")))
         if divisor > 1:
             frame = frame.assign(**{c: frame[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close")
                                     if c in frame})
@@ -361,8 +365,8 @@ class YahooFinanceAdapter:
         adjusted = picked["Adj Close"] if "Adj Close" in picked else [None] * len(picked)
         bars = [
             PriceBar(
-                date=_moment(ts), open=_num(o), high=_num(h), low=_num(lo), close=_num(c), adj_close=_num(a),
-                volume=_int(v),
+                date=moment(ts), open=num(o), high=num(h), low=num(lo), close=num(c), adj_close=num(a),
+                volume=integer(v),
             )
             for ts, o, h, lo, c, a, v in zip(
                 picked.index,
@@ -375,7 +379,7 @@ class YahooFinanceAdapter:
                 strict=True,
             )
         ]
-        closes = [value for value in map(_num, frame["Close"]) if value is not None]
+        closes = [value for value in map(num, frame["Close"]) if value is not None]
         first_close, last_close = (closes[0], closes[-1]) if closes else (None, None)
         retrieved_at = self._now()
         return PriceHistory(
@@ -394,9 +398,9 @@ class YahooFinanceAdapter:
             downsampled=len(bars) < total,
             first_close=first_close,
             last_close=last_close,
-            change_percent=_num((last_close / first_close - 1) * 100) if first_close and last_close else None,
-            period_high=_num(frame["High"].max()),
-            period_low=_num(frame["Low"].min()),
+            change_percent=num((last_close / first_close - 1) * 100) if first_close and last_close else None,
+            period_high=num(frame["High"].max()),
+            period_low=num(frame["Low"].min()),
         )
 
     def _financial_statement(
@@ -428,13 +432,14 @@ class YahooFinanceAdapter:
             kept = [name for name in frame.index if name in essential]
             kept += [name for name in frame.index if name not in essential][: MAX_STATEMENT_LINES - len(kept)]
             notes.append(
-                f"Showing {len(kept)} of {len(frame)} line items: the key lines, then the first others in Yahoo's order."
+                f"Showing {len(kept)} of {len(frame)} line items: the key lines, then the first others in Yahoo's "
+                "order."
             )
             frame = frame.loc[[name for name in frame.index if name in set(kept)]]
-        periods = [_moment(column).date() for column in frame.columns]
+        periods = [moment(column).date() for column in frame.columns]
         return FinancialStatement(
             symbol=symbol,
-            currency=_currency(symbol, lambda: ticker.info.get("financialCurrency")),
+            currency=currency_or_none(symbol, lambda: ticker.info.get("financialCurrency")),
             as_of=datetime.combine(periods[0], datetime.min.time(), UTC),
             retrieved_at=self._now(),
             url=yahoo_url(symbol, _STATEMENT_PAGE[statement]),
@@ -443,7 +448,7 @@ class YahooFinanceAdapter:
             frequency=frequency,
             periods=periods,
             lines=[
-                StatementLine(name=str(line), values=[_num(value) for value in values])
+                StatementLine(name=str(line), values=[num(value) for value in values])
                 for line, values in zip(frame.index, frame.to_numpy(), strict=True)
             ],
         )
@@ -458,10 +463,10 @@ class YahooFinanceAdapter:
         retrieved_at = self._now()
         events = [
             EarningsEvent(
-                date=_moment(ts),
-                eps_estimate=_num(row.get("EPS Estimate")),
-                eps_reported=_num(row.get("Reported EPS")),
-                surprise_percent=_num(row.get("Surprise(%)")),
+                date=moment(ts),
+                eps_estimate=num(row.get("EPS Estimate")),
+                eps_reported=num(row.get("Reported EPS")),
+                surprise_percent=num(row.get("Surprise(%)")),
             )
             for ts, row in frame.iterrows()
         ]
@@ -469,7 +474,7 @@ class YahooFinanceAdapter:
         reported = [event for event in events if event.date < retrieved_at]
         return Earnings(
             symbol=symbol,
-            currency=_currency(symbol, lambda: ticker.info.get("financialCurrency")),
+            currency=currency_or_none(symbol, lambda: ticker.info.get("financialCurrency")),
             as_of=retrieved_at,
             retrieved_at=retrieved_at,
             url=f"https://finance.yahoo.com/calendar/earnings?symbol={url_quote(symbol, safe='')}",
@@ -497,31 +502,31 @@ class YahooFinanceAdapter:
         summary = part("recommendation trend", lambda: ticker.recommendations_summary)
         targets = part("price targets", lambda: ticker.analyst_price_targets) or {}
         changes = part("upgrade and downgrade history", lambda: ticker.upgrades_downgrades)
-        currency, divisor = _main_unit(_currency(symbol, lambda: ticker.get_history_metadata().get("currency")))
+        currency, divisor = main_unit(currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency")))
         trend = [
             RecommendationTrend(
                 period=str(row.get("period", "")),
-                strong_buy=_int(row.get("strongBuy")) or 0,
-                buy=_int(row.get("buy")) or 0,
-                hold=_int(row.get("hold")) or 0,
-                sell=_int(row.get("sell")) or 0,
-                strong_sell=_int(row.get("strongSell")) or 0,
+                strong_buy=integer(row.get("strongBuy")) or 0,
+                buy=integer(row.get("buy")) or 0,
+                hold=integer(row.get("hold")) or 0,
+                sell=integer(row.get("sell")) or 0,
+                strong_sell=integer(row.get("strongSell")) or 0,
             )
             for _, row in (summary.iterrows() if summary is not None else ())
         ]
         target = PriceTarget(
-            **{key: _scaled(targets.get(key), divisor) for key in ("current", "low", "high", "mean", "median")}
+            **{key: scaled(targets.get(key), divisor) for key in ("current", "low", "high", "mean", "median")}
         )
         recent: list[RatingChange] = []
         if changes is not None and not changes.empty:
             for ts, row in changes.sort_index(ascending=False).head(MAX_RATING_CHANGES).iterrows():
                 recent.append(
                     RatingChange(
-                        date=_moment(ts),
-                        firm=_text(row.get("Firm")) or "unknown",
-                        to_grade=_text(row.get("ToGrade")),
-                        from_grade=_text(row.get("FromGrade")),
-                        action=_text(row.get("Action")),
+                        date=moment(ts),
+                        firm=text(row.get("Firm")) or "unknown",
+                        to_grade=text(row.get("ToGrade")),
+                        from_grade=text(row.get("FromGrade")),
+                        action=text(row.get("Action")),
                     )
                 )
         has_target = any(value is not None for value in target.model_dump().values())
@@ -544,10 +549,10 @@ class YahooFinanceAdapter:
 
     def _company_profile(self, symbol: str) -> CompanyProfile:
         info = self._ticker(symbol).info or {}
-        name = _text(info.get("longName")) or _text(info.get("shortName"))
+        name = text(info.get("longName")) or text(info.get("shortName"))
         if name is None:
             raise NoMarketData(f"Yahoo Finance has no company profile for {symbol}.")
-        description = _text(info.get("longBusinessSummary"))
+        description = text(info.get("longBusinessSummary"))
         notes = []
         if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
             description = description[:MAX_DESCRIPTION_CHARS].rsplit(" ", 1)[0] + "…"
@@ -555,30 +560,30 @@ class YahooFinanceAdapter:
         retrieved_at = self._now()
         return CompanyProfile(
             symbol=symbol,
-            currency=_text(info.get("currency")),
+            currency=text(info.get("currency")),
             as_of=retrieved_at,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "profile"),
             notes=notes,
             name=name,
-            sector=_text(info.get("sector")),
-            industry=_text(info.get("industry")),
-            country=_text(info.get("country")),
-            website=_text(info.get("website")),
-            employees=_int(info.get("fullTimeEmployees")),
-            exchange=_text(info.get("exchange")),
-            quote_type=_text(info.get("quoteType")),
-            market_cap=_num(info.get("marketCap")),
-            trailing_pe=_num(info.get("trailingPE")),
-            forward_pe=_num(info.get("forwardPE")),
-            dividend_yield=_num(info.get("dividendYield")),
-            beta=_num(info.get("beta")),
+            sector=text(info.get("sector")),
+            industry=text(info.get("industry")),
+            country=text(info.get("country")),
+            website=text(info.get("website")),
+            employees=integer(info.get("fullTimeEmployees")),
+            exchange=text(info.get("exchange")),
+            quote_type=text(info.get("quoteType")),
+            market_cap=num(info.get("marketCap")),
+            trailing_pe=num(info.get("trailingPE")),
+            forward_pe=num(info.get("forwardPE")),
+            dividend_yield=num(info.get("dividendYield")),
+            beta=num(info.get("beta")),
             description=description,
         )
 
     def _news(self, symbol: str, requested: int, limit: int) -> News:
         articles = self._ticker(symbol).get_news(count=limit) or []
-        items = [item for item in map(_news_item, articles) if item is not None][:limit]
+        items = [item for item in map(news_item, articles) if item is not None][:limit]
         if not items:
             raise NoMarketData(f"Yahoo Finance has no news for {symbol}.")
         notes = [f"Capped at {MAX_NEWS_ITEMS} items; {requested} were asked for."] if requested > limit else []
@@ -592,77 +597,6 @@ class YahooFinanceAdapter:
             notes=notes,
             items=items,
         )
-
-
-# --- cleaning ---------------------------------------------------------------------------------------
-
-
-def _num(value: Any) -> float | None:
-    """A finite float, or None: NaN, inf, None and non-numbers never reach a result."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _int(value: Any) -> int | None:
-    number = _num(value)
-    return int(number) if number is not None else None
-
-
-def _text(value: Any) -> str | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _main_unit(currency: str | None) -> tuple[str | None, float]:
-    """The main currency of a quote currency and the divisor into it: GBp is (GBP, 100), USD is (USD, 1)."""
-    if currency in SUB_UNITS:
-        return SUB_UNITS[currency]
-    return currency, 1.0
-
-
-def _scaled(value: Any, divisor: float) -> float | None:
-    number = _num(value)
-    return number / divisor if number is not None else None
-
-
-def _currency(symbol: str, lookup: Callable[[], Any]) -> str | None:
-    """The currency from its own upstream call, or None when that call fails: the figures already fetched
-    are worth more than the currency label, so a failed lookup must not fail them."""
-    try:
-        return _text(lookup())
-    except Exception as exc:
-        logger.warning("Yahoo Finance currency lookup for %s failed: %r", symbol, exc)
-        return None
-
-
-def _moment(value: Any) -> datetime:
-    """A pandas or Python timestamp as an aware datetime; Yahoo's naive dates are UTC."""
-    moment: datetime = pd.Timestamp(value).to_pydatetime()
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _news_item(article: Mapping[str, Any]) -> NewsItem | None:
-    """One yfinance news entry (`{"id", "content": {...}}`) as a NewsItem; None when it has no title."""
-    content = article.get("content") or {}
-    title = _text(content.get("title"))
-    if title is None:
-        return None
-    link = (content.get("canonicalUrl") or {}).get("url") or (content.get("clickThroughUrl") or {}).get("url")
-    published = _text(content.get("pubDate"))
-    return NewsItem(
-        title=title,
-        publisher=_text((content.get("provider") or {}).get("displayName")),
-        published_at=_moment(published) if published else None,
-        url=_text(link),
-        summary=_text(content.get("summary")),
-    )
 
 
 def _upstream_failure(exc: Exception, symbol: str, what: str) -> MarketDataError:

@@ -39,7 +39,8 @@ async def test_the_run_stores_the_facts_with_their_inputs_and_counts_a_quoted_on
     assert run["signals"]["numbers"] == {"checked": 1, "computed": 1, "unmatched": 0, "unmatched_values": []}
     growth = next(fact for fact in run["facts"] if fact["id"] == "F1")
     assert growth["label"] == (
-        "AAPL Total Revenue growth, FY2024 (Oct 2023–Sep 2024, ended 2024-09-28) vs FY2023 (Oct 2022–Sep 2023, ended 2023-09-30)"
+        "AAPL Total Revenue growth, FY2024 (Oct 2023–Sep 2024, ended 2024-09-28) "
+        "vs FY2023 (Oct 2022–Sep 2023, ended 2023-09-30)"
     )
     assert (growth["kind"], growth["unit"]) == ("growth", "percent")
     assert growth["value"] == pytest.approx(2.021994, abs=1e-6)  # (391,035 - 383,285) / 383,285 x 100

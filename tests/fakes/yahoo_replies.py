@@ -181,7 +181,13 @@ def _hourly_chart(listing: Listing, params: dict[str, str]) -> dict[str, Any]:
                     "timestamp": stamps,
                     "indicators": {
                         "quote": [
-                            {"open": closes, "high": closes, "low": closes, "close": closes, "volume": [1000] * len(stamps)}
+                            {
+                                "open": closes,
+                                "high": closes,
+                                "low": closes,
+                                "close": closes,
+                                "volume": [1000] * len(stamps),
+                            }
                         ]
                     },
                 }
@@ -395,9 +401,8 @@ def earnings_page(listing: Listing | None, scale: float) -> str:
             "-" if surprise is None else f"{surprise:.2f}",
         ]
         rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
-    header = "".join(
-        f"<th>{name}</th>" for name in ["Symbol", "Company", "Earnings Date", "EPS Estimate", "Reported EPS", "Surprise (%)"]
-    )
+    names = ["Symbol", "Company", "Earnings Date", "EPS Estimate", "Reported EPS", "Surprise (%)"]
+    header = "".join(f"<th>{name}</th>" for name in names)
     return f"<html><body><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>"
 
 

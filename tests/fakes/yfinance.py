@@ -70,7 +70,9 @@ class YahooWire(Session):  # type: ignore[misc]
         super().__init__()
         self.yahoo = yahoo
 
-    def request(self, method: str, url: str, params: Any = None, json: Any = None, **kwargs: Any) -> Response:  # type: ignore[override]
+    def request(  # type: ignore[override]
+        self, method: str, url: str, params: Any = None, json: Any = None, **kwargs: Any
+    ) -> Response:
         return self.yahoo.serve(method, url, dict(params or {}), json)
 
 
