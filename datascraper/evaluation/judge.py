@@ -7,7 +7,7 @@ nothing if the judge had seen the confidence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from datascraper import prompts
 from datascraper.evaluation.questions import EvalQuestion
@@ -26,22 +26,22 @@ def judge_model(config: ResearchConfig | None = None) -> str:
     return config.eval_judge_model or config.research_model
 
 
-@dataclass
+@dataclass(frozen=True)
 class Judge:
-    """Grades answers with one model; its own usage is kept apart from the runs' (`ledger`)."""
+    """Grades answers with one model."""
 
     model: str
     timeout_s: float = JUDGE_TIMEOUT_S
-    ledger: UsageLedger = field(default_factory=UsageLedger)
 
-    async def grade(self, question: EvalQuestion, answer: str) -> JudgeVerdict:
-        """The judge's verdict; raises the provider layer's named errors (`ResearchError`) when it fails."""
+    async def grade(self, question: EvalQuestion, answer: str, ledger: UsageLedger) -> JudgeVerdict:
+        """The judge's verdict; raises the provider layer's named errors (`ResearchError`) when it fails.
+        Its usage goes to `ledger`, kept apart from the run's: grading is not part of what an answer costs."""
         return await parse_structured(
             self.model,
             prompts.JUDGE_INSTRUCTIONS,
             judge_input(question, answer),
             JudgeVerdict,
-            self.ledger,
+            ledger,
             effort="medium",
             timeout_s=self.timeout_s,
         )

@@ -105,13 +105,15 @@ def periods_fetched(result: ToolResult) -> tuple[str | None, list[str]]:
     """The key and periods of one market data result; quotes, profiles, ratings and news have none."""
     payload = result.result()
     if isinstance(payload, FinancialStatement):
-        return f"{result.symbol} {payload.statement} {payload.frequency}", [d.isoformat() for d in payload.asked_periods]
+        key = f"{result.symbol} {payload.statement} {payload.frequency}"
+        return key, [period_end.isoformat() for period_end in payload.asked_periods]
     if isinstance(payload, Earnings):
         return f"{result.symbol} earnings", [event.date.date().isoformat() for event in payload.asked_reported]
     if isinstance(payload, PriceHistory):
         if not payload.bars:
             return f"{result.symbol} history", []
-        return f"{result.symbol} history", [payload.bars[0].date.date().isoformat(), payload.bars[-1].date.date().isoformat()]
+        first, last = payload.bars[0].date.date(), payload.bars[-1].date.date()
+        return f"{result.symbol} history", [first.isoformat(), last.isoformat()]
     return None, []
 
 
@@ -131,7 +133,9 @@ def check_run(observation: RunObservation, expect: OfflineExpectation) -> list[s
     checked = int(observation.numbers.get("checked") or 0)
     unmatched = int(observation.numbers.get("unmatched") or 0)
     if checked < expect.min_numbers_checked:
-        failures.append(f"{checked} numbers checked against market data, expected at least {expect.min_numbers_checked}")
+        failures.append(
+            f"{checked} numbers checked against market data, expected at least {expect.min_numbers_checked}"
+        )
     if unmatched > expect.max_numbers_unmatched:
         values = [item.get("value") for item in observation.numbers.get("unmatched_values") or []]
         failures.append(f"{unmatched} numbers match no tool value nor computed fact: {values}")

@@ -174,7 +174,8 @@ def render_report(
     lines += [
         "## Per question",
         "",
-        "| id | verdict | latency | tokens | est. cost | calls | rounds | routes | confidence | citations ✓/✗/? | notes |",
+        "| id | verdict | latency | tokens | est. cost | calls | rounds | routes | confidence | citations ✓/✗/? "
+        "| notes |",
         "|---|---|---:|---:|---:|---:|---:|---|---:|---|---|",
         *(_question_row(result) for result in results),
         "",
@@ -191,6 +192,17 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
     citations = {status: sum(r.measures.citations.get(status, 0) for r in results) for status in _CITATION_STATUSES}
     accuracy = f"{verdicts.count('correct') / len(verdicts):.0%}" if verdicts else "n/a"
     cost = f"${sum(known_costs):.2f}" + (" (some n/a)" if len(known_costs) < len(costs) else "")
+    judged = [r for r in results if r.judge_usage is not None]
+    judge_line = []
+    if judged:
+        judge_tokens = sum(r.judge_usage.input_tokens + r.judge_usage.output_tokens for r in judged if r.judge_usage)
+        judge_costs = [r.judge_cost_usd for r in judged]
+        judge_cost = "n/a" if None in judge_costs else f"${sum(c for c in judge_costs if c is not None):.2f}"
+        judge_line = [
+            "",
+            f"Grading (not in the figures above): {sum(r.judge_usage.calls for r in judged if r.judge_usage)} judge "
+            f"calls, {judge_tokens:,} tokens, est. {judge_cost}.",
+        ]
     return [
         "| questions | answered | errors | correct | partially | wrong | ungraded | accuracy |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -203,6 +215,7 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
         f"| {sum(r.measures.tokens for r in results):,} | {cost} | {sum(r.measures.model_calls for r in results)} "
         f"| {sum(r.measures.web_search_calls for r in results)} | {sum(r.measures.rounds for r in results)} "
         f"| {'/'.join(str(citations[s]) for s in _CITATION_STATUSES)} |",
+        *judge_line,
     ]
 
 
@@ -211,9 +224,11 @@ _CITATION_STATUSES = ("supported", "unsupported", "unreachable")
 
 def _band_row(band: Band) -> str:
     accuracy = band.accuracy
-    bar = "" if accuracy is None else "█" * round(accuracy * BAR_WIDTH) + "░" * (BAR_WIDTH - round(accuracy * BAR_WIDTH))
-    shown = "n/a" if accuracy is None else f"{accuracy:.0%}"
-    return f"| {band.label} | {band.graded} | {band.correct} | {band.partially} | {shown} | `{bar}` |"
+    if accuracy is None:
+        return f"| {band.label} | 0 | 0 | 0 | n/a | |"
+    filled = round(accuracy * BAR_WIDTH)
+    bar = "█" * filled + "░" * (BAR_WIDTH - filled)
+    return f"| {band.label} | {band.graded} | {band.correct} | {band.partially} | {accuracy:.0%} | `{bar}` |"
 
 
 def _diff_lines(diff: BaselineDiff) -> list[str]:

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from datascraper.schemas import ModelUsage
+
 Verdict = Literal["correct", "partially", "wrong"]
 
 
@@ -72,6 +74,8 @@ class EvalResult(BaseModel):
     judge: JudgeVerdict | None = None
     judge_model: str | None = None
     judge_error: str | None = None
+    judge_usage: ModelUsage | None = Field(default=None, description="The judge's own calls, apart from the run's.")
+    judge_cost_usd: float | None = None
     finished_at: datetime
 
     @property

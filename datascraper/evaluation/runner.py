@@ -16,11 +16,11 @@ from typing import Any
 
 from datascraper.errors import ResearchError
 from datascraper.evaluation.judge import Judge
-from datascraper.evaluation.pricing import estimate_cost
+from datascraper.evaluation.pricing import estimate_cost, usage_cost
 from datascraper.evaluation.questions import EvalQuestion
 from datascraper.evaluation.results import EvalResult, ResultLog, RunMeasures
 from datascraper.research_engine import run_research
-from datascraper.schemas import ResearchQuery, RunSummary
+from datascraper.schemas import ModelUsage, ResearchQuery, RunSummary, UsageLedger
 
 Research = Callable[[ResearchQuery], AsyncIterator[Any]]
 DEFAULT_CONCURRENCY = 2
@@ -69,7 +69,9 @@ async def run_evaluation(
     return finished
 
 
-async def evaluate_question(question: EvalQuestion, *, judge: Judge | None, research: Research = run_research) -> EvalResult:
+async def evaluate_question(
+    question: EvalQuestion, *, judge: Judge | None, research: Research = run_research
+) -> EvalResult:
     """One question: its run through the pipeline, measured, then graded when it was answered."""
     started = time.monotonic()
     summary: RunSummary | None = None
@@ -96,10 +98,13 @@ async def evaluate_question(question: EvalQuestion, *, judge: Judge | None, rese
     )
     if judge is not None and result.status == "answered":
         result.judge_model = judge.model
+        ledger = UsageLedger()
         try:
-            result.judge = await judge.grade(question, result.answer)
+            result.judge = await judge.grade(question, result.answer, ledger)
         except ResearchError as exc:
             result.judge_error = exc.code
+        result.judge_usage = ledger.by_model.get(judge.model, ModelUsage())
+        result.judge_cost_usd = usage_cost(judge.model, result.judge_usage)
     return result
 
 

@@ -85,6 +85,7 @@ def test_each_row_is_answered_graded_logged_and_reported(fake_openai: FakeOpenAI
     report = (out / "report.md").read_text()
     assert "| 2 | 2 | 0 | 1 | 0 | 1 | 0 | 50% |" in report
     assert "| nflx-2024 | correct |" in report and "| ko-2024 | wrong |" in report
+    assert "Grading (not in the figures above): 2 judge calls" in report
     assert (out / "calibration.svg").exists()
     assert "2/2" in stderr and "judge gpt-5.4" in stderr
 

@@ -131,7 +131,11 @@ class Command(BaseCommand):
         mark = result.verdict or ("error" if result.status == "error" else "ungraded")
         self.verdicts[mark] += 1
         filled = round(BAR_WIDTH * progress.done / max(1, progress.total))
-        counts = "  ".join(f"{VERDICT_MARKS.get(k, k)} {self.verdicts[k]}" for k in (*VERDICT_MARKS, "error", "ungraded") if self.verdicts[k])
+        counts = "  ".join(
+            f"{VERDICT_MARKS.get(kind, kind)} {self.verdicts[kind]}"
+            for kind in (*VERDICT_MARKS, "error", "ungraded")
+            if self.verdicts[kind]
+        )
         detail = result.error_code if result.status == "error" else mark
         line = (
             f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {progress.done}/{progress.total}  {counts}  "

@@ -12,7 +12,7 @@ import pytest
 from datascraper.errors import UpstreamTimeout
 from datascraper.evaluation.results import ResultLog
 from datascraper.evaluation.runner import EvaluationProgress, evaluate_question, run_evaluation
-from datascraper.schemas import ResearchQuery, RunSummary
+from datascraper.schemas import ResearchQuery
 from tests.datascraper.evaluation.support import question, router, summary
 
 ROWS = [question(f"row-{n}", question=f"Question {n}?") for n in range(1, 7)]
