@@ -296,7 +296,6 @@ class YahooFinanceAdapter:
             raise NoMarketData(f"Yahoo Finance has no quote for {symbol}.")
         previous = scaled(info.get("regularMarketPreviousClose"), divisor)
         change = price - previous if previous is not None else None
-        shares = num(info.get("sharesOutstanding"))
         retrieved_at = self._now()
         traded_at = num(info.get("regularMarketTime"))
         notes = [f"Prices converted from {info.get('currency')} to {currency} (1/{divisor:g})."] if divisor > 1 else []
@@ -316,8 +315,7 @@ class YahooFinanceAdapter:
             day_high=scaled(info.get("regularMarketDayHigh"), divisor),
             day_low=scaled(info.get("regularMarketDayLow"), divisor),
             volume=integer(info.get("regularMarketVolume")),
-            # Shares times the price in the main unit; Yahoo's own marketCap only when the share count is missing.
-            market_cap=num(shares * price) if shares else num(info.get("marketCap")),
+            market_cap=_market_cap(info, divisor),
             year_high=scaled(info.get("fiftyTwoWeekHigh"), divisor),
             year_low=scaled(info.get("fiftyTwoWeekLow"), divisor),
             fifty_day_average=scaled(info.get("fiftyDayAverage"), divisor),
@@ -560,7 +558,7 @@ class YahooFinanceAdapter:
         retrieved_at = self._now()
         return CompanyProfile(
             symbol=symbol,
-            currency=text(info.get("currency")),
+            currency=main_unit(text(info.get("currency")))[0],
             as_of=retrieved_at,
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "profile"),
@@ -573,7 +571,7 @@ class YahooFinanceAdapter:
             employees=integer(info.get("fullTimeEmployees")),
             exchange=text(info.get("exchange")),
             quote_type=text(info.get("quoteType")),
-            market_cap=num(info.get("marketCap")),
+            market_cap=_market_cap(info, main_unit(text(info.get("currency")))[1]),
             trailing_pe=num(info.get("trailingPE")),
             forward_pe=num(info.get("forwardPE")),
             dividend_yield=num(info.get("dividendYield")),
@@ -597,6 +595,14 @@ class YahooFinanceAdapter:
             notes=notes,
             items=items,
         )
+
+
+def _market_cap(info: Mapping[str, Any], divisor: float) -> float | None:
+    """Shares outstanding times the last price in the currency's main unit (never 100x for a London listing
+    quoted in pence); Yahoo's own marketCap only when either is missing."""
+    shares = num(info.get("sharesOutstanding"))
+    price = scaled(info.get("regularMarketPrice") or info.get("currentPrice"), divisor)
+    return num(shares * price) if shares and price is not None else num(info.get("marketCap"))
 
 
 def _upstream_failure(exc: Exception, symbol: str, what: str) -> MarketDataError:

@@ -84,9 +84,11 @@ async def test_a_london_price_in_pence_is_given_in_pounds_and_its_market_cap_is_
 ) -> None:
     quote = await adapter.quote("VOD.L")
     history = await adapter.price_history("VOD.L", period="5d")
+    profile = await adapter.company_profile("VOD.L")
 
     assert quote.currency == "GBP" and quote.price == pytest.approx(0.725)
     assert quote.market_cap == pytest.approx(0.725 * 25.2e9)
+    assert (profile.currency, profile.market_cap) == ("GBP", pytest.approx(0.725 * 25.2e9))
     assert history.currency == "GBP" and history.last_close == pytest.approx(0.725, rel=1e-4)
     assert any("GBP" in note for note in quote.notes + history.notes)
 
