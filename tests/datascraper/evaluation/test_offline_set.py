@@ -22,6 +22,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, Sentence, Tex
 
 ROOT = Path(__file__).resolve().parents[3]
 OFFLINE_SET = ROOT / "datascraper" / "evaluation" / "offline.jsonl"
+SHIPPED_SET = ROOT / "datascraper" / "evaluation" / "questions.jsonl"
 HOLDS = Path(__file__).with_name("offline_holds.json")
 ROWS = load_questions(OFFLINE_SET)
 RECORDED: dict[str, bool] = json.loads(HOLDS.read_text(encoding="utf-8"))
@@ -51,6 +52,14 @@ async def observe(row: EvalQuestion, fake: FakeOpenAIServer) -> RunObservation:
 def test_every_offline_row_is_recorded_as_holding_or_not() -> None:
     assert sorted(RECORDED) == sorted(row.id for row in ROWS)
     assert all(row.offline is not None for row in ROWS)
+
+
+def test_the_offline_rows_are_rows_of_the_shipped_set_asked_the_same_way() -> None:
+    shipped = {row.id: row for row in load_questions(SHIPPED_SET)}
+
+    for row in ROWS:
+        assert row.id in shipped, row.id
+        assert (row.question, row.mode) == (shipped[row.id].question, shipped[row.id].mode), row.id
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
