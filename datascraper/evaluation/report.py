@@ -189,7 +189,8 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
     latencies = [r.measures.latency_ms / 1000 for r in answered]
     costs = [r.measures.cost_usd for r in results]
     known_costs = [c for c in costs if c is not None]
-    citations = {status: sum(r.measures.citations.get(status, 0) for r in results) for status in _CITATION_STATUSES}
+    checked = [r for r in results if r.measures.citations_checked]
+    citations = {status: sum(r.measures.citations.get(status, 0) for r in checked) for status in _CITATION_STATUSES}
     accuracy = f"{verdicts.count('correct') / len(verdicts):.0%}" if verdicts else "n/a"
     cost = f"${sum(known_costs):.2f}" + (" (some n/a)" if len(known_costs) < len(costs) else "")
     judged = [r for r in results if r.judge_usage is not None]
@@ -214,7 +215,7 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
         f"| {_seconds(percentile(latencies, 0.5))} | {_seconds(percentile(latencies, 0.95))} "
         f"| {sum(r.measures.tokens for r in results):,} | {cost} | {sum(r.measures.model_calls for r in results)} "
         f"| {sum(r.measures.web_search_calls for r in results)} | {sum(r.measures.rounds for r in results)} "
-        f"| {'/'.join(str(citations[s]) for s in _CITATION_STATUSES)} |",
+        f"| {'/'.join(str(citations[s]) for s in _CITATION_STATUSES)} ({len(checked)} runs checked) |",
         *judge_line,
     ]
 
@@ -262,6 +263,8 @@ def _question_row(result: EvalResult) -> str:
     confidence = "—" if m.confidence is None else f"{m.confidence:.2f}"
     cost = "n/a" if m.cost_usd is None else f"${m.cost_usd:.4f}"
     citations = "/".join(str(m.citations.get(status, 0)) for status in _CITATION_STATUSES)
+    if not m.citations_checked:
+        citations = "not checked"
     return (
         f"| {result.id} | {verdict} | {m.latency_ms / 1000:.1f} s | {m.tokens:,} | {cost} | {m.model_calls} "
         f"| {m.rounds} | {routes} | {confidence} | {citations} | {_cell(notes)} |"

@@ -50,6 +50,7 @@ class RunMeasures(BaseModel):
     citations: dict[str, int] = Field(
         default_factory=dict, description="Verified citations by status: supported, unsupported, unreachable."
     )
+    citations_checked: bool = Field(default=False, description="False: CITATION_VERIFY was off, or the run failed.")
     markers_unresolved: int = 0
     numbers_unmatched: int = 0
 

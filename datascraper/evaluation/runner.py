@@ -129,6 +129,7 @@ def measures_of(summary: RunSummary | None, latency_ms: int) -> RunMeasures:
         fallbacks=int(signals.get("fallbacks") or 0),
         confidence=summary.confidence.score if summary.confidence is not None else None,
         citations=dict(Counter(check.status for check in summary.verification)),
+        citations_checked=signals.get("verification") is not None,
         markers_unresolved=int((signals.get("citations") or {}).get("unresolved") or 0),
         numbers_unmatched=int((signals.get("numbers") or {}).get("unmatched") or 0),
     )

@@ -53,6 +53,7 @@ def summary(answer: str = "Apple's net sales were $391.04 billion [1].", *, scor
             "fallbacks": 0,
             "citations": {"markers": 1, "resolved": 1, "unresolved": 0},
             "numbers": {"checked": 1, "unmatched": 0},
+            "verification": {"checked": 2},
         },
         verification=[
             CitationCheck(n=1, marker_index=0, status="supported"),

@@ -92,7 +92,7 @@ async def test_a_result_carries_the_runs_measures() -> None:
     assert (m.model_calls, m.input_tokens, m.output_tokens, m.cached_tokens, m.web_search_calls) == (3, 4000, 700, 1000, 2)
     assert m.routes == {"market_data": 1, "web_search": 1}
     assert (m.rounds, m.confidence) == (1, 0.82)
-    assert m.citations == {"supported": 1, "unsupported": 1}
+    assert m.citations == {"supported": 1, "unsupported": 1} and m.citations_checked
     # gpt-5.4-mini: 1,000 in, 200 out; gpt-5.4: 2,000 fresh + 1,000 cached in, 500 out, 2 searches.
     expected = (1000 * 0.75 + 200 * 4.5 + 2000 * 2.5 + 1000 * 0.25 + 500 * 15) / 1e6 + 2 * 0.01
     assert m.cost_usd == pytest.approx(expected)
