@@ -213,8 +213,8 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
         "| latency p50 | latency p95 | tokens | est. cost | model calls | web searches | rounds | citations ✓/✗/? |",
         "|---:|---:|---:|---:|---:|---:|---:|---|",
         f"| {_seconds(percentile(latencies, 0.5))} | {_seconds(percentile(latencies, 0.95))} "
-        f"| {sum(r.measures.tokens for r in results):,} | {cost} | {sum(r.measures.model_calls for r in results)} "
-        f"| {sum(r.measures.web_search_calls for r in results)} | {sum(r.measures.rounds for r in results)} "
+        f"| {sum(r.measures.tokens for r in results):,} | {cost} | {sum(r.measures.total.calls for r in results)} "
+        f"| {sum(r.measures.total.web_search_calls for r in results)} | {sum(r.measures.rounds for r in results)} "
         f"| {'/'.join(str(citations[s]) for s in _CITATION_STATUSES)} ({len(checked)} runs checked) |",
         *judge_line,
     ]
@@ -258,15 +258,16 @@ def _question_row(result: EvalResult) -> str:
     if m.numbers_unmatched:
         notes += f"{'; ' if notes else ''}{m.numbers_unmatched} untraced numbers"
     routes = ", ".join(f"{route} {count}" for route, count in sorted(m.routes.items())) or "—"
-    if m.web_search_calls:
-        routes += f" ({m.web_search_calls} searches)"
+    total = m.total
+    if total.web_search_calls:
+        routes += f" ({total.web_search_calls} searches)"
     confidence = "—" if m.confidence is None else f"{m.confidence:.2f}"
     cost = "n/a" if m.cost_usd is None else f"${m.cost_usd:.4f}"
     citations = "/".join(str(m.citations.get(status, 0)) for status in _CITATION_STATUSES)
     if not m.citations_checked:
         citations = "not checked"
     return (
-        f"| {result.id} | {verdict} | {m.latency_ms / 1000:.1f} s | {m.tokens:,} | {cost} | {m.model_calls} "
+        f"| {result.id} | {verdict} | {m.latency_ms / 1000:.1f} s | {m.tokens:,} | {cost} | {total.calls} "
         f"| {m.rounds} | {routes} | {confidence} | {citations} | {_cell(notes)} |"
     )
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from datascraper.schemas import ModelUsage
+from datascraper.schemas import ModelUsage, UsageLedger
 
 Verdict = Literal["correct", "partially", "wrong"]
 
@@ -36,12 +36,7 @@ class RunMeasures(BaseModel):
     """What one run cost and did: time, model use, routes, confidence and its citations' checks."""
 
     latency_ms: int
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    cached_tokens: int = 0
-    web_search_calls: int = 0
+    usage: UsageLedger = Field(default_factory=UsageLedger, description="The run's model use, by model.")
     cost_usd: float | None = Field(default=None, description="An estimate from `pricing`; None: unknown price.")
     rounds: int = 0
     routes: dict[str, int] = Field(default_factory=dict, description="Sub-questions answered, by route.")
@@ -55,8 +50,16 @@ class RunMeasures(BaseModel):
     numbers_unmatched: int = 0
 
     @property
+    def total(self) -> ModelUsage:
+        """The run's usage over all its models."""
+        total = ModelUsage()
+        for usage in self.usage.by_model.values():
+            total.add(usage)
+        return total
+
+    @property
     def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.total.input_tokens + self.total.output_tokens
 
 
 class EvalResult(BaseModel):

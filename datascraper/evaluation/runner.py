@@ -112,17 +112,11 @@ def measures_of(summary: RunSummary | None, latency_ms: int) -> RunMeasures:
     """The report's figures of one run, read from its summary (a failed run's, when the pipeline kept one)."""
     if summary is None:
         return RunMeasures(latency_ms=latency_ms)
-    usage = summary.usage.by_model.values()
     signals = summary.signals
     routes = {"market_data": int(signals.get("market_data_hits") or 0), "web_search": int(signals.get("web_hits") or 0)}
     return RunMeasures(
         latency_ms=latency_ms,
-        model_calls=summary.usage.calls,
-        input_tokens=sum(u.input_tokens for u in usage),
-        output_tokens=sum(u.output_tokens for u in usage),
-        reasoning_tokens=sum(u.reasoning_tokens for u in usage),
-        cached_tokens=sum(u.cached_tokens for u in usage),
-        web_search_calls=sum(u.web_search_calls for u in usage),
+        usage=summary.usage,
         cost_usd=estimate_cost(summary.usage),
         rounds=len(summary.rounds),
         routes={route: count for route, count in routes.items() if count},

@@ -78,7 +78,7 @@ def test_each_row_is_answered_graded_logged_and_reported(fake_openai: FakeOpenAI
     results = {result.id: result for result in load_results(out / "results.jsonl")}
     assert {id: r.verdict for id, r in results.items()} == {"nflx-2024": "correct", "ko-2024": "wrong"}
     assert "$39.0 billion" in results["nflx-2024"].answer
-    assert results["nflx-2024"].measures.web_search_calls >= 1
+    assert results["nflx-2024"].measures.total.web_search_calls >= 1
     judged = [r for r in fake_openai.requests if is_judge(r)]
     assert {r.model for r in judged} == {"gpt-5.4"}  # the research model, EVAL_JUDGE_MODEL being unset
     assert stdout.strip() == str(out / "report.md")

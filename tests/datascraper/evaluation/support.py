@@ -97,7 +97,12 @@ def result(
         status=status,  # type: ignore[arg-type]
         error_code="upstream_timeout" if status == "error" else None,
         answer="" if status == "error" else "an answer",
-        measures=RunMeasures(latency_ms=latency_ms, cost_usd=cost_usd, confidence=confidence, input_tokens=900, output_tokens=100),
+        measures=RunMeasures(
+            latency_ms=latency_ms,
+            usage=UsageLedger(by_model={"gpt-5.4": ModelUsage(calls=1, input_tokens=900, output_tokens=100)}),
+            cost_usd=cost_usd,
+            confidence=confidence,
+        ),
         judge=judge,
         finished_at=datetime(2026, 11, 26, tzinfo=UTC),
     )

@@ -47,7 +47,7 @@ async def test_an_answer_is_graded_per_rubric_item_by_the_judge_model(fake_opena
     assert result.judge_model == "gpt-5.4-mini"
     # The judge's own usage is kept apart from the run's (3 calls in the scripted summary).
     assert result.judge_usage is not None and result.judge_usage.calls == 1 and result.judge_cost_usd
-    assert result.measures.model_calls == 3
+    assert result.measures.total.calls == 3
     (request,) = [r for r in fake_openai.requests if is_judge(r)]
     assert request.model == "gpt-5.4-mini"
     sent = request.input_text

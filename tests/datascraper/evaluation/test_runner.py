@@ -82,14 +82,18 @@ async def test_a_failed_run_is_a_result_with_its_error_code_and_the_usage_it_spe
     result = await evaluate_question(question(), judge=None, research=router(lambda _: failure))
 
     assert (result.status, result.error_code, result.answer) == ("error", "upstream_timeout", "")
-    assert result.measures.model_calls == 3
+    assert result.measures.total.calls == 3
 
 
 async def test_a_result_carries_the_runs_measures() -> None:
     result = await evaluate_question(question(), judge=None, research=router(lambda _: summary(score=0.82)))
 
     m = result.measures
-    assert (m.model_calls, m.input_tokens, m.output_tokens, m.cached_tokens, m.web_search_calls) == (3, 4000, 700, 1000, 2)
+    total = m.total
+    assert (total.calls, total.input_tokens, total.output_tokens, total.cached_tokens, total.web_search_calls) == (
+        3, 4000, 700, 1000, 2,
+    )  # fmt: skip
+    assert m.usage.by_model["gpt-5.4-mini"].calls == 2
     assert m.routes == {"market_data": 1, "web_search": 1}
     assert (m.rounds, m.confidence) == (1, 0.82)
     assert m.citations == {"supported": 1, "unsupported": 1} and m.citations_checked
