@@ -1,5 +1,5 @@
-"""The test suite's environment, set before pytest-django imports the settings (loaded with `-p` from
-pytest.ini, ahead of every conftest) and inherited by every process the suite starts.
+"""The test suite's environment, set as the suite's settings (tests/settings.py) are imported, before
+config.settings reads it; every process the suite starts inherits it.
 
 - DEBUG is off unless asked for; the suite asks, as `make run` does (pytest-django still turns it off
   while each test runs): without it the settings would want a secret key and redirect every request to
