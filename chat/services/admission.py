@@ -66,7 +66,8 @@ IN_FLIGHT = (ResearchRun.Status.QUEUED, ResearchRun.Status.RUNNING)
 
 
 class AdmissionRefused(Exception):
-    """The owner is over a limit (`code`: `rate_limited` or `too_many_runs`); nothing was stored."""
+    """The caller or its address is over a limit (`code`: `rate_limited`, `too_many_runs` or
+    `too_many_streams`); nothing was stored."""
 
     def __init__(self, code: str, message: str, retry_after_s: int) -> None:
         super().__init__(message)
