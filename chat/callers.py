@@ -25,6 +25,7 @@ from chat.services.api_keys import authenticate_api_key
 from config.middleware import is_trusted_proxy
 
 csrf_log = logging.getLogger("django.security.csrf")  # where Django's own middleware logs its refusals
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 class AuthenticationFailed(Exception):
@@ -111,7 +112,7 @@ class _CsrfCheck(CsrfViewMiddleware):
 def _check_csrf(request: HttpRequest) -> None:
     """The API views are exempt from the global middleware, so that bearer callers need no token; the
     check runs here instead, for cookie callers only."""
-    if request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
+    if request.method in SAFE_METHODS:
         return
     if settings.SESSION_COOKIE_NAME not in request.COOKIES:
         return
@@ -124,9 +125,6 @@ def _check_csrf(request: HttpRequest) -> None:
             f"CSRF check failed: {reason} A browser session sends the csrftoken cookie's value (set by GET /) "
             "as the X-CSRFToken header; other clients use 'Authorization: Bearer <key>'."
         )
-
-
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 class KeyRejected(AuthenticationFailed):
