@@ -4,6 +4,10 @@ It owns what the tools must not each get wrong: symbol validation before any net
 on every yfinance call (yfinance is synchronous, so it runs in a worker thread whose wait is bounded),
 output caps, NaN/inf cleaning, yfinance's exclusive `end` made inclusive, an empty frame reported as
 "no data", the cache, and the mapping of yfinance failures to named errors with a code.
+
+Exact figures: a quote's change is measured from Yahoo's official previous close, prices are as traded
+(the adjusted close rides along, labelled), sub-unit quote currencies (GBp, ZAc, ILA) are given in the main
+unit, yfinance's errors are raised rather than swallowed, and its own reply cache never answers a refetch.
 """
 
 from __future__ import annotations

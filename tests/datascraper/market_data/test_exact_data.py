@@ -13,6 +13,7 @@ import pytest
 
 from datascraper.market_data.cache import MemoryCacheStore, TTLCache
 from datascraper.market_data.errors import MarketDataRateLimited, MarketDataUpstreamError
+from datascraper.market_data.values import main_unit
 from datascraper.market_data.yahoo import FUNDAMENTALS_TTL_S, YahooFinanceAdapter
 from datascraper.query_analyzer import match_fast_path
 from tests.fakes import yahoo_replies
@@ -91,6 +92,13 @@ async def test_a_london_price_in_pence_is_given_in_pounds_and_its_market_cap_is_
     assert (profile.currency, profile.market_cap) == ("GBP", pytest.approx(0.725 * 25.2e9))
     assert history.currency == "GBP" and history.last_close == pytest.approx(0.725, rel=1e-4)
     assert any("GBP" in note for note in quote.notes + history.notes)
+
+
+@pytest.mark.parametrize(
+    ("quoted", "main"), [("GBp", ("GBP", 100.0)), ("ZAc", ("ZAR", 100.0)), ("ILA", ("ILS", 100.0)), ("USD", ("USD", 1.0))]
+)
+def test_sub_unit_currencies_are_hundredths_of_their_main_unit(quoted: str, main: tuple[str, float]) -> None:
+    assert main_unit(quoted) == main
 
 
 async def test_a_tokyo_listing_keeps_its_yen_and_its_trading_days(adapter: YahooFinanceAdapter) -> None:
