@@ -57,6 +57,9 @@ ANSWER = [
 ]
 
 
+BRIEF_FACTS = 4  # the README shows the first few; the full run prints every one
+
+
 def print_brief(summary: RunSummary, plan: PlanEvent, rounds: list[RoundEvent], charts: list[ChartEvent]) -> None:
     """The run as a reader scans it: what was planned and routed, what the code computed, what it cited."""
     print(f"question: {QUESTION}")
@@ -71,9 +74,11 @@ def print_brief(summary: RunSummary, plan: PlanEvent, rounds: list[RoundEvent], 
         print(f"source:   [{source.n}] {source.title} (as of {source.as_of})")
     for check in summary.verification:
         print(f"check:    [{check.n}] {check.status}")
-    for fact in summary.facts:
+    for fact in summary.facts[:BRIEF_FACTS]:
         value = f"{fact.value / 1e9:,.2f}B" if abs(fact.value) >= 1e9 else f"{fact.value:g}"
         print(f"fact:     {fact.id} {fact.label} = {value} {fact.unit}")
+    if len(summary.facts) > BRIEF_FACTS:
+        print(f"fact:     ... {len(summary.facts) - BRIEF_FACTS} more (GET /api/runs/{{id}} -> facts)")
     print(f"numbers:  {json.dumps(summary.signals.get('numbers'))}")
 
 
