@@ -4,10 +4,16 @@ answer with the judge model, and writes the results JSONL and the report; run ag
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from datascraper.evaluation.results import CriterionGrade, JudgeVerdict, load_results
@@ -157,3 +163,39 @@ def test_an_unreadable_set_names_its_line(fake_openai: FakeOpenAIServer, tmp_pat
 def test_without_a_key_it_says_so_at_once(no_provider: None, question_set: Path) -> None:
     with pytest.raises(CommandError, match="provider_not_configured"):
         evaluate(str(question_set))
+
+
+def test_ctrl_c_stops_with_the_finished_rows_logged_and_a_second_run_resumes(
+    fake_openai: FakeOpenAIServer, question_set: Path, tmp_path: Path
+) -> None:
+    # Coca-Cola's search hangs: the user gives up after Netflix's result is logged.
+    fake_openai.script(TextReply(first_byte_delay=30), when=lambda r: has_web_search(r) and "Coca-Cola" in r.input_text)
+    out = tmp_path / "run"
+    command = [sys.executable, "manage.py", "evaluate", str(question_set), "--out", str(out), "--no-judge"]
+    child = subprocess.Popen(
+        command + ["--concurrency", "1"],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 30
+    while not (results.exists() and results.read_text().count("\n") == 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=30)
+
+    assert child.returncode == 130, stderr
+    assert "interrupted" in stderr and "run the same command again to resume" in stderr
+    assert "Traceback" not in stderr
+    assert [r.id for r in load_results(results)] == ["nflx-2024"]
+    assert "| nflx-2024 |" in (out / "report.md").read_text()  # the report of what finished
+
+    fake_openai.script(TextReply(["Coca-Cola's 2024 net revenues were $47.1 billion."]), when=has_web_search)
+    again = subprocess.run(command, cwd=settings.BASE_DIR, env=os.environ, capture_output=True, text=True, timeout=60)
+
+    assert again.returncode == 0, again.stderr
+    assert sorted(r.id for r in load_results(results)) == ["ko-2024", "nflx-2024"]
+    assert "1 already in" in again.stderr
