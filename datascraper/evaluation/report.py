@@ -192,6 +192,10 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
     checked = [r for r in results if r.measures.citations_checked]
     citations = {status: sum(r.measures.citations.get(status, 0) for r in checked) for status in _CITATION_STATUSES}
     accuracy = f"{verdicts.count('correct') / len(verdicts):.0%}" if verdicts else "n/a"
+    checked_citations = "not checked"
+    if checked:
+        counts = "/".join(str(citations[status]) for status in _CITATION_STATUSES)
+        checked_citations = f"{counts} ({len(checked)} of {len(results)} runs checked)"
     cost = f"${sum(known_costs):.2f}" + (" (some n/a)" if len(known_costs) < len(costs) else "")
     judged = [r for r in results if r.judge_usage is not None]
     judge_line = []
@@ -215,7 +219,7 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
         f"| {_seconds(percentile(latencies, 0.5))} | {_seconds(percentile(latencies, 0.95))} "
         f"| {sum(r.measures.tokens for r in results):,} | {cost} | {sum(r.measures.total.calls for r in results)} "
         f"| {sum(r.measures.total.web_search_calls for r in results)} | {sum(r.measures.rounds for r in results)} "
-        f"| {'/'.join(str(citations[s]) for s in _CITATION_STATUSES)} ({len(checked)} runs checked) |",
+        f"| {checked_citations} |",
         *judge_line,
     ]
 
