@@ -16,13 +16,13 @@ from __future__ import annotations
 import ipaddress
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.conf import settings
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware, get_token
 
 from chat.services.api_keys import authenticate_api_key
-from config.middleware import is_trusted_proxy
 
 csrf_log = logging.getLogger("django.security.csrf")  # where Django's own middleware logs its refusals
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -69,6 +69,20 @@ def _parse_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
         return ipaddress.ip_address(value.strip().split("%", 1)[0])
     except ValueError:
         return None
+
+
+@lru_cache(maxsize=8)
+def _networks(trusted: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(network, strict=False) for network in trusted)
+
+
+def is_trusted_proxy(address: str | None) -> bool:
+    """Whether `address` is one of TRUSTED_PROXIES (empty: no proxy is trusted). config.middleware drops
+    the forwarded headers of any other peer's request."""
+    peer = _parse_address(address or "")
+    if peer is None or not settings.TRUSTED_PROXIES:
+        return False
+    return any(peer in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
 
 
 def client_address(request: HttpRequest) -> str:

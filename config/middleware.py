@@ -18,8 +18,6 @@ as the Django class it extends.
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
-from ipaddress import ip_address, ip_network
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
@@ -35,6 +33,8 @@ from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.middleware.security import SecurityMiddleware as DjangoSecurityMiddleware
 from whitenoise.middleware import WhiteNoiseMiddleware
+
+from chat.callers import is_trusted_proxy
 
 
 class InlineHooks:
@@ -69,22 +69,6 @@ class SecurityMiddleware(InlineHooks, DjangoSecurityMiddleware):
 
 
 FORWARDED_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
-
-
-@lru_cache(maxsize=8)
-def _networks(trusted: tuple[str, ...]):
-    return tuple(ip_network(network, strict=False) for network in trusted)
-
-
-def is_trusted_proxy(address: str | None) -> bool:
-    """Whether `address` is one of TRUSTED_PROXIES (empty: no proxy is trusted)."""
-    if not address or not settings.TRUSTED_PROXIES:
-        return False
-    try:
-        peer = ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    return any(peer in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
 
 
 class ForwardedHeadersMiddleware:
