@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import pytest
+
 from datascraper.research_engine import run_research
 from datascraper.schemas import (
     GapReport,
@@ -39,6 +41,15 @@ def script_well_sourced_searches(fake: FakeOpenAIServer, text: str = "Findings f
 async def run(question: str, mode: str = "auto", **query: object) -> list:
     """Every event of one run, the `RunSummary` last."""
     return [event async for event in run_research(ResearchQuery(question=question, mode=mode, **query))]
+
+
+async def run_until_error(question: str, mode: str = "auto") -> tuple[list, Exception]:
+    """The events of a run that must fail, and its error."""
+    events: list = []
+    with pytest.raises(Exception) as raised:
+        async for event in run_research(ResearchQuery(question=question, mode=mode)):
+            events.append(event)
+    return events, raised.value
 
 
 def summary_of(events: list) -> RunSummary:

@@ -28,6 +28,7 @@ from tests.datascraper.research_support import (
     of_type,
     requests_of,
     run,
+    run_until_error,
     script_analysis,
     script_gaps,
     script_synthesis,
@@ -47,13 +48,6 @@ APPLE_GUIDANCE = sub("What revenue guidance did Apple give for fiscal 2026?")
 HUNG_ANALYSIS = JsonReply(QueryAnalysis(needs_decomposition=True), first_byte_delay=HANG_S)
 
 
-async def run_until_error(question: str, mode: str = "auto") -> tuple[list, Exception]:
-    """The events of a run that must fail, and its error."""
-    events: list = []
-    with pytest.raises(Exception) as raised:
-        async for event in run_research(ResearchQuery(question=question, mode=mode)):
-            events.append(event)
-    return events, raised.value
 
 
 class Stopwatch:

@@ -10,14 +10,13 @@ from datetime import date
 import pytest
 
 from datascraper.errors import ModelRefused, ModelUnavailable, ProviderAuthFailed, ProviderQuotaExceeded
-from datascraper.research_engine import run_research
-from datascraper.schemas import ResearchQuery
 from tests.datascraper.research_support import (
     answer_text,
     gaps,
     is_synthesis,
     requests_of,
     run,
+    run_until_error,
     script_analysis,
     script_gaps,
     script_synthesis,
@@ -33,12 +32,6 @@ TODAY = date(2026, 11, 26)
 HANG_S = 30.0
 
 
-async def run_until_error(question: str, mode: str = "auto") -> tuple[list, Exception]:
-    events: list = []
-    with pytest.raises(Exception) as raised:
-        async for event in run_research(ResearchQuery(question=question, mode=mode)):
-            events.append(event)
-    return events, raised.value
 
 
 async def test_a_retired_research_model_ends_the_run_naming_the_model_and_its_setting(fake_openai, research_env):

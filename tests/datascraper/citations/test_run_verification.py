@@ -149,7 +149,8 @@ async def test_a_fast_path_quote_is_checked_against_the_quote_it_came_from(
     assert "price = 196.45" in verification.citations[0].evidence
 
 
-async def test_unsupported_citations_lower_the_confidence_the_run_stores(fake_openai, verifying, page_server):
+def script_services_research(fake_openai, page_server: FakePageServer, *synthesis: str) -> None:
+    """A research run whose one web finding cites a page saying services grew 12%; `synthesis` is its answer."""
     services = page_server.add(
         "/apple-services", article("Apple services", "Apple's services revenue grew 12% on a year earlier.")
     )
@@ -159,8 +160,13 @@ async def test_unsupported_citations_lower_the_confidence_the_run_stores(fake_op
         TextReply([Sentence("Apple's services revenue grew 12%.", cites=[(services, "Apple services - Example")])]),
         when=lambda request: request.has_web_search,
     )
-    script_synthesis(
+    script_synthesis(fake_openai, *synthesis)
+
+
+async def test_unsupported_citations_lower_the_confidence_the_run_stores(fake_openai, verifying, page_server):
+    script_services_research(
         fake_openai,
+        page_server,
         "Apple's services revenue grew 12% [1].",
         "Apple also sold 3 million electric cars [1].",
         "It plans a base on the Moon [1].",
@@ -178,16 +184,7 @@ async def test_unsupported_citations_lower_the_confidence_the_run_stores(fake_op
 
 
 async def test_supported_citations_leave_the_confidence_as_the_research_judged_it(fake_openai, verifying, page_server):
-    services = page_server.add(
-        "/apple-services", article("Apple services", "Apple's services revenue grew 12% on a year earlier.")
-    )
-    script_analysis(fake_openai, sub("How fast did Apple's services revenue grow?"))
-    script_gaps(fake_openai, gaps(9, complete=True))
-    fake_openai.script(
-        TextReply([Sentence("Apple's services revenue grew 12%.", cites=[(services, "Apple services - Example")])]),
-        when=lambda request: request.has_web_search,
-    )
-    script_synthesis(fake_openai, "Apple's services revenue grew 12% [1].")
+    script_services_research(fake_openai, page_server, "Apple's services revenue grew 12% [1].")
 
     summary = summary_of(await run("How is Apple's services business doing?", mode="research"))
 
