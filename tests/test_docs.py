@@ -261,7 +261,7 @@ def _run_example(command: str) -> str:
 
 def test_the_docs_name_their_example_scripts() -> None:
     commands = {command for _, _, command, _ in _examples()}
-    assert "benchmarks/router_example.py --brief" in commands, "README.md shows the router example"
+    assert "benchmarks/router_example.py --brief" in commands, "docs/research-router.md shows the router example"
     assert "benchmarks/trace_example.py" in commands, "docs/confidence.md shows the trace example"
     assert "benchmarks/doctor_example.py" in commands, "README.md shows the doctor example"
 
