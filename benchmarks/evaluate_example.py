@@ -1,4 +1,4 @@
-"""The README's sample evaluation report, made against the fakes: `python benchmarks/evaluate_example.py OUT_DIR`.
+"""docs/evaluation.md's sample evaluation report, made against the fakes: `python benchmarks/evaluate_example.py OUT_DIR`.
 
 Runs `manage.py evaluate` over the rows of `datascraper/evaluation/offline.jsonl` (their references and rubrics
 from the shipped set), with the model's side scripted as the offline test scripts it and a scripted judge

@@ -5,7 +5,7 @@ verification (`datascraper.citations`: pages and market data). They must read "$
 alike, so the reading lives here once.
 
 The reading, in full:
-- Markers [n], ISO dates, times (14:30) are ignored.
+- Markers [n], ISO dates, times (14:30) and numeric tickers (7203.T, 0700.HK) are ignored.
 - A magnitude word or suffix (thousand/K, million/M, billion/B/bn, trillion/T/tn) scales the number;
   "%" and "percent" make it a percentage, kept in percent (12% is 12).
 - Values are absolute: "down 1.23" is 1.23.
@@ -20,7 +20,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-_IGNORED = re.compile(r"\[\d+\]|\b\d{4}-\d{2}-\d{2}(?:T[\d:.+-]*Z?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+# Markers, ISO dates and times, and numeric tickers with their exchange suffix (7203.T, 0700.HK, 005930.KS).
+_IGNORED = re.compile(
+    r"\[\d+\]|\b\d{4}-\d{2}-\d{2}(?:T[\d:.+-]*Z?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{3,6}\.[A-Z]{1,2}\b"
+)
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<currency>[$€£¥])?\s?(?P<number>\d{1,3}(?:,\d{3})+|\d+)(?P<decimals>\.\d+)?"
     r"\s?(?P<scale>%|percent\b|trillion\b|billion\b|million\b|thousand\b|bn\b|tn\b|[TBMK]\b)?",

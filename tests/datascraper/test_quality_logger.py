@@ -56,6 +56,7 @@ def test_market_values_are_every_finite_number_of_the_payloads_by_absolute_value
         ("It rose 4.2% this year [1].", 1, ["4.2%"]),
         ("As of 2025-06-13 20:00 UTC, 3 analysts in 2025 say buy [1].", 0, []),
         ("AAPL trades at $197.10 [2].", 0, []),  # cites the web, not market data: not checked
+        ("Toyota (7203.T) and Tencent (0700.HK) trade at $196.45 [1].", 1, []),  # tickers are not figures
     ],
 )
 def test_numbers_citing_market_data_must_match_a_market_data_value(sentence, checked, unmatched):
