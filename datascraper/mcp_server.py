@@ -1,4 +1,4 @@
-"""`python -m datascraper.mcp_server`: the Yahoo Finance MCP server over stdio, or over streamable HTTP on
+"""`python -m datascraper.mcp_server`: the market data MCP server (Yahoo Finance and SEC filings) over stdio, or over streamable HTTP on
 127.0.0.1 with `--http --port N`.
 
 When DJANGO_SETTINGS_MODULE is set (the app starts the server with its own environment, secrets removed),
@@ -13,6 +13,7 @@ import os
 import secrets
 from collections.abc import Sequence
 
+from datascraper.filings.service import FilingsService
 from datascraper.market_data.cache import DjangoCacheStore, TTLCache
 from datascraper.market_data.server import build_server
 from datascraper.market_data.yahoo import DEFAULT_UPSTREAM_TIMEOUT_S, TickerFactory, YahooFinanceAdapter
@@ -52,8 +53,9 @@ def main(argv: Sequence[str] | None = None, *, ticker_factory: TickerFactory | N
     `ticker_factory` replaces `yfinance.Ticker`; the test launcher passes a fake.
     """
     args = parse_args(argv)
-    adapter = YahooFinanceAdapter(ticker_factory, cache=build_cache(), timeout_s=args.upstream_timeout)
-    server = build_server(adapter)
+    cache = build_cache()
+    adapter = YahooFinanceAdapter(ticker_factory, cache=cache, timeout_s=args.upstream_timeout)
+    server = build_server(adapter, FilingsService.from_env(cache=cache))
     if args.http:
         server.run(transport="streamable-http", host="127.0.0.1", port=args.port)
     else:

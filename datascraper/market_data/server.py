@@ -1,4 +1,5 @@
-"""The Yahoo Finance MCP server: seven read-only tools over one adapter.
+"""The market data MCP server: seven read-only Yahoo Finance tools over one adapter, and the four SEC
+filing tools (`datascraper/filings/tools.py` says why they share this server).
 
 Each tool returns a pydantic model, so a call carries structured content and the tool an output schema.
 A failure comes back as an `isError` result whose only content is the text `<code>: <one sentence>`. It
@@ -18,6 +19,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from datascraper.filings.errors import FilingError
+from datascraper.filings.service import FilingsService
+from datascraper.filings.tools import FILING_TOOL_NAMES
+from datascraper.filings.tools import INSTRUCTIONS as FILING_INSTRUCTIONS
+from datascraper.filings.tools import register_filing_tools
 from datascraper.market_data.errors import InvalidArgument, MarketDataError, MarketDataUpstreamError
 from datascraper.market_data.schemas import (
     AnalystRatings,
@@ -45,7 +51,7 @@ INSTRUCTIONS = (
 
 Symbol = Annotated[str, Field(description="A Yahoo Finance symbol, e.g. AAPL, BRK-B, ^GSPC, EURUSD=X, 7203.T.")]
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True)
-_TOOL_NAMES: frozenset[str] = frozenset(get_args(ToolName))
+_TOOL_NAMES: frozenset[str] = frozenset(get_args(ToolName)) | FILING_TOOL_NAMES
 
 
 class MarketDataServer(MCPServer):
@@ -61,7 +67,7 @@ class MarketDataServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if isinstance(cause, MarketDataError):
+            if isinstance(cause, MarketDataError | FilingError):
                 return error_result(cause)
             if isinstance(cause, ValidationError):
                 return error_result(InvalidArgument(_describe_invalid_arguments(cause)))
@@ -71,17 +77,18 @@ class MarketDataServer(MCPServer):
             return error_result(MarketDataUpstreamError(f"The {name} tool failed; try again shortly."))
 
 
-def error_result(error: MarketDataError) -> CallToolResult:
+def error_result(error: MarketDataError | FilingError) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=f"{error.code}: {error.message}")],
         is_error=True,
     )
 
 
-def build_server(adapter: YahooFinanceAdapter | None = None) -> MarketDataServer:
-    """The server with its seven tools; `adapter` carries the ticker factory, cache and timeout."""
+def build_server(adapter: YahooFinanceAdapter | None = None, filings: FilingsService | None = None) -> MarketDataServer:
+    """The server with its eleven tools; `adapter` carries the ticker factory, cache and timeout, `filings`
+    the SEC client (by default from the environment: without SEC_USER_AGENT its tools answer not_configured)."""
     yahoo = adapter if adapter is not None else YahooFinanceAdapter()
-    server = MarketDataServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MarketDataServer(SERVER_NAME, instructions=f"{INSTRUCTIONS} {FILING_INSTRUCTIONS}", log_level="WARNING")
 
     @server.tool(annotations=_READ_ONLY)
     async def get_quote(symbol: Symbol) -> Quote:
@@ -132,6 +139,7 @@ def build_server(adapter: YahooFinanceAdapter | None = None) -> MarketDataServer
         """Recent news headlines about the symbol, newest first, with publisher and link."""
         return await yahoo.news(symbol, limit)
 
+    register_filing_tools(server, filings if filings is not None else FilingsService.from_env())
     return server
 
 

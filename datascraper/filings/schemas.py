@@ -1,0 +1,193 @@
+"""What the filing tools return: typed, each with its as-of date and the SEC page to cite.
+
+`as_of` is the filing date of the newest filing a result draws on: figures and text are as reported then.
+URLs are on the configured SEC host (`SEC_WWW_URL`), so a test against the fake SEC cites the fake.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FiscalPeriod = Literal["FY", "Q1", "Q2", "Q3", "Q4"]
+AcquiredDisposed = Literal["A", "D"]
+
+
+class FilingResult(BaseModel):
+    """What every filing tool result carries: the company and where the data came from."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    ticker: str
+    cik: str = Field(description="The SEC's Central Index Key, 10 digits.")
+    company: str
+    as_of: date | None = Field(description="Filing date of the newest filing this result draws on.")
+    url: str = Field(description="The SEC page or API document this result came from.")
+
+
+# --- reported figures (XBRL company facts) ------------------------------------------------------------
+
+
+class FigureVersion(BaseModel):
+    """One filing's report of a period's figure. A period reported again in later filings (as a
+    comparative, or restated) has several versions."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    value: float
+    form: str
+    filed: date
+    accession: str
+    filing_url: str
+
+
+class ReportedFigure(BaseModel):
+    """A figure as the company reported it, from its latest filing for the period, every version kept."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    concept: str = Field(description="The XBRL concept used, e.g. us-gaap:Revenues.")
+    value: float
+    unit: str = Field(description="XBRL unit, e.g. USD, USD/shares, shares.")
+    fiscal_year: int = Field(description="The company's fiscal year of the period (the filing's fy).")
+    fiscal_period: FiscalPeriod
+    label: str = Field(description="The fiscal label, e.g. FY2024 or Q3 FY2025.")
+    start: date | None = Field(description="First day of the period; None for a balance (an instant).")
+    end: date
+    frame: str | None = Field(description="The SEC's calendar frame for the period, e.g. CY2024Q3, CY2023.")
+    form: str
+    filed: date
+    accession: str
+    filing_url: str
+    restated: bool = Field(description="True when filings report different values for this period.")
+    versions: list[FigureVersion] = Field(description="Every filing that reported this period, newest first.")
+
+
+class ReportedFigures(FilingResult):
+    concept_asked: str
+    concepts_used: list[str]
+    figures: list[ReportedFigure] = Field(description="Newest period first.")
+
+    def summary_text(self) -> str:
+        lines = [f"{self.company} ({self.ticker}), {self.concept_asked} as reported to the SEC:"]
+        for figure in self.figures:
+            earlier = [v for v in figure.versions[1:] if v.value != figure.value]
+            restated = (
+                f"; restated: {_number(earlier[0].value)} in the {earlier[0].form} filed {earlier[0].filed}"
+                if earlier
+                else ""
+            )
+            period = f"{figure.start} to {figure.end}" if figure.start else f"at {figure.end}"
+            lines.append(
+                f"{figure.label} ({period}; calendar {figure.frame or 'frame not assigned'}): "
+                f"{_number(figure.value)} {figure.unit} [{figure.concept}], {figure.form} filed {figure.filed}, "
+                f"accession {figure.accession}{restated}"
+            )
+        return "\n".join(lines)
+
+
+# --- filings -------------------------------------------------------------------------------------------
+
+
+class FilingItem(BaseModel):
+    """An item of an 8-K (e.g. 2.02 Results of Operations and Financial Condition)."""
+
+    number: str
+    title: str
+
+
+class Filing(BaseModel):
+    form: str
+    filed: date
+    report_date: date | None = Field(description="The period the filing reports on, when it has one.")
+    accession: str
+    primary_document: str
+    description: str | None = None
+    items: list[FilingItem] = Field(default_factory=list, description="8-K items; empty for other forms.")
+    url: str = Field(description="The filing's primary document.")
+    index_url: str = Field(description="The filing's index page on EDGAR.")
+
+
+class FilingList(FilingResult):
+    forms: list[str] = Field(description="The forms asked for; empty: every form.")
+    filings: list[Filing] = Field(description="Newest first.")
+
+    def summary_text(self) -> str:
+        lines = [f"{self.company} ({self.ticker}) filings with the SEC, newest first:"]
+        for filing in self.filings:
+            items = f", items {', '.join(f'{i.number} {i.title}' for i in filing.items)}" if filing.items else ""
+            period = f" for the period ending {filing.report_date}" if filing.report_date else ""
+            lines.append(f"{filing.form} filed {filing.filed}{period}{items}: {filing.url}")
+        return "\n".join(lines)
+
+
+# --- a section's text ---------------------------------------------------------------------------------
+
+
+class FilingSection(FilingResult):
+    form: str
+    filed: date
+    report_date: date | None
+    accession: str
+    section: str = Field(description="What was asked: risk_factors, mdna, legal_proceedings, ... or an 8-K item.")
+    heading: str = Field(description="The heading found in the document, e.g. 'Item 1A. Risk Factors'.")
+    text: str
+    offset: int = Field(description="Characters of the section skipped before `text`.")
+    total_chars: int = Field(description="Length of the whole section's text.")
+    truncated: bool = Field(description="True when the section goes on past `text`: ask again with a later offset.")
+
+    def summary_text(self) -> str:
+        more = (
+            f" [continues: {self.total_chars - self.offset - len(self.text):,} more characters]"
+            if self.truncated
+            else ""
+        )
+        return (
+            f"{self.company} ({self.ticker}), {self.form} filed {self.filed}, {self.heading} ({self.url}):\n"
+            f"{self.text}{more}"
+        )
+
+
+# --- insider transactions (Form 4) --------------------------------------------------------------------
+
+
+class InsiderTransaction(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    owner: str
+    role: str = Field(description="Director, officer (with title), 10% owner, or other, as the filing states.")
+    transaction_date: date
+    security: str
+    code: str = Field(description="Form 4 transaction code: P purchase, S sale, A grant, M option exercise, ...")
+    code_meaning: str
+    shares: float
+    price: float | None = Field(description="Per share; None when the filing gives none (a grant, a gift).")
+    acquired_disposed: AcquiredDisposed
+    owned_after: float | None
+    ownership: Literal["direct", "indirect"]
+    filed: date
+    accession: str
+    url: str = Field(description="The Form 4 XML this transaction was read from.")
+
+
+class InsiderTransactions(FilingResult):
+    filings_read: int
+    transactions: list[InsiderTransaction] = Field(description="Newest filing first, in filing order within one.")
+
+    def summary_text(self) -> str:
+        lines = [f"{self.company} ({self.ticker}) insider transactions from {self.filings_read} Form 4 filings:"]
+        for t in self.transactions:
+            price = f" at {t.price:,.2f}" if t.price is not None else ""
+            verb = "acquired" if t.acquired_disposed == "A" else "disposed of"
+            lines.append(
+                f"{t.transaction_date}: {t.owner} ({t.role}) {verb} {_number(t.shares)} shares{price} "
+                f"({t.code}: {t.code_meaning}); {_number(t.owned_after) if t.owned_after is not None else '?'} "
+                f"held after; Form 4 filed {t.filed}"
+            )
+        return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"

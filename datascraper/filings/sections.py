@@ -1,0 +1,167 @@
+"""A named section of a filing's primary document, as clean text.
+
+Filings are HTML (inline XBRL since 2019), laid out with tables and styled divs rather than semantic
+headings, so the document is first flattened to lines of text, then a section is found by its Item heading
+("Item 1A. Risk Factors", on one line or split over two) and runs to the next Item heading or the
+signatures. The table of contents names every Item too; its entries are a line long, so of the places a
+heading appears the one opening the longest span is the section itself.
+
+lxml rather than trafilatura: trafilatura keeps an article's main text and drops what looks like boilerplate,
+which in a 10-K includes tables and short paragraphs of the very sections asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import lxml.html
+from lxml import etree
+
+from datascraper.filings.errors import FilingInvalidArgument, FilingsUpstreamError, NoFilingData
+
+# Sections by name: the heading's title, and the forms whose Items carry it.
+SECTION_TITLES: dict[str, str] = {
+    "business": r"business",
+    "risk_factors": r"risk\s+factors",
+    "legal_proceedings": r"legal\s+proceedings",
+    "mdna": r"management.{0,3}s\s+discussion\s+and\s+analysis\b.*",
+    "market_risk": r"quantitative\s+and\s+qualitative\s+disclosures?\s+about\s+market\s+risk",
+}
+SECTION_FORMS: dict[str, tuple[str, ...]] = {
+    "business": ("10-K",),
+    "risk_factors": ("10-K", "10-Q"),
+    "legal_proceedings": ("10-K", "10-Q"),
+    "mdna": ("10-K", "10-Q"),
+    "market_risk": ("10-K", "10-Q"),
+    "segment_note": ("10-K", "10-Q"),
+}
+EIGHT_K_ITEM = re.compile(r"^\d\.\d\d$")
+
+_BLOCK_TAGS = (
+    "p",
+    "div",
+    "br",
+    "tr",
+    "li",
+    "ul",
+    "ol",
+    "table",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "section",
+    "article",
+    "blockquote",
+    "pre",
+    "hr",
+    "dt",
+    "dd",
+    "title",
+)
+_HIDDEN = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+_SPACES = re.compile(r"[ \t\u00a0\u2002\u2003\u2009\u200b]+")
+_MAX_HEADING_CHARS = 160
+_ITEM_PREFIX = r"item\s+\d{1,2}[a-c]?\s*[.:\-\u2013\u2014]?\s*"
+_ITEM_ONLY = re.compile(r"^(?:part\s+[iv]+\s*[,.\-\u2013\u2014]?\s*)?" + _ITEM_PREFIX + r"$", re.IGNORECASE)
+_ANY_ITEM = re.compile(r"^(?:part\s+[iv]+\s*[,.\-\u2013\u2014]?\s*)?item\s+\d{1,2}(?:\.\d\d|[a-c])?\b", re.IGNORECASE)
+_SIGNATURES = re.compile(r"^signatures?\s*$", re.IGNORECASE)
+_NOTE = re.compile(r"^note\s+\d{1,2}\b", re.IGNORECASE)
+_SEGMENT_NOTE = re.compile(r"^note\s+\d{1,2}\s*[.:\-\u2013\u2014]?\s*.*\bsegment", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: str
+    text: str
+
+
+def document_text(html: bytes) -> str:
+    """The document's visible text, one block (paragraph, table row, heading) a line."""
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError) as exc:
+        raise FilingsUpstreamError("The filing's document could not be read as HTML.") from exc
+    for element in list(root.iter("script", "style", "head")):
+        element.drop_tree()
+    for element in [el for el in root.iter() if isinstance(el.tag, str) and _HIDDEN.search(el.get("style", ""))]:
+        element.drop_tree()  # inline XBRL's hidden header (contexts and units), not for readers
+    for element in root.iter(*_BLOCK_TAGS):
+        element.tail = "\n" + (element.tail or "")
+        if element.tag not in ("br", "hr"):
+            element.text = "\n" + (element.text or "")
+    for element in root.iter("td", "th"):
+        element.tail = " " + (element.tail or "")
+    lines = (_SPACES.sub(" ", line).strip() for line in root.text_content().splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def check_section(section: str, form: str) -> None:
+    """Raises FilingInvalidArgument unless `section` is one we find in `form` (an 8-K item: `2.02`)."""
+    if form.startswith("8-K"):
+        if not EIGHT_K_ITEM.match(section):
+            raise FilingInvalidArgument("An 8-K section is an item number such as 2.02 or 5.02.")
+        return
+    forms = SECTION_FORMS.get(section)
+    if forms is None:
+        names = ", ".join(SECTION_FORMS)
+        raise FilingInvalidArgument(f"Unknown section {section[:40]!r}: one of {names}, or an 8-K item such as 2.02.")
+    if not any(form.startswith(f) for f in forms):
+        raise FilingInvalidArgument(f"A {form} has no {section} section; it is in a {' or '.join(forms)}.")
+
+
+def find_section(text: str, section: str) -> Section:
+    """The section's heading and body text.
+
+    Raises:
+        NoFilingData: the document has no such heading (a 10-K incorporating it by reference, say).
+    """
+    lines = text.split("\n")
+    if EIGHT_K_ITEM.match(section):
+        starts = _headings(lines, re.compile(r"^item\s+" + re.escape(section) + r"\b", re.IGNORECASE))
+        ends = _ANY_ITEM
+    elif section == "segment_note":
+        starts = _headings(lines, _SEGMENT_NOTE)
+        ends = re.compile(f"{_NOTE.pattern}|{_ANY_ITEM.pattern}", re.IGNORECASE)
+    else:
+        title = SECTION_TITLES[section]
+        starts = _item_headings(lines, re.compile(rf"^(?:{_ITEM_PREFIX})?{title}\s*\.?$", re.IGNORECASE))
+        ends = _ANY_ITEM
+    best: Section | None = None
+    for index, width in starts:
+        stop = _next_heading(lines, index + width, ends)
+        body = "\n".join(lines[index + width : stop]).strip()
+        if best is None or len(body) > len(best.text):
+            best = Section(heading=" ".join(lines[index : index + width]), text=body)
+    if best is None or not best.text:
+        raise NoFilingData(f"The filing's document has no {section.replace('_', ' ')} section heading.")
+    return best
+
+
+def _headings(lines: list[str], pattern: re.Pattern[str]) -> Iterable[tuple[int, int]]:
+    for index, line in enumerate(lines):
+        if len(line) <= _MAX_HEADING_CHARS and pattern.match(line):
+            yield index, 1
+
+
+def _item_headings(lines: list[str], pattern: re.Pattern[str]) -> Iterable[tuple[int, int]]:
+    """Headings with their Item number on the same line, or on the line before (a separate cell or div)."""
+    for index, line in enumerate(lines):
+        if len(line) > _MAX_HEADING_CHARS or not pattern.match(line):
+            continue
+        if _ANY_ITEM.match(line):
+            yield index, 1
+        elif index > 0 and _ITEM_ONLY.match(lines[index - 1]):
+            yield index - 1, 2
+
+
+def _next_heading(lines: list[str], start: int, pattern: re.Pattern[str]) -> int:
+    for index in range(start, len(lines)):
+        line = lines[index]
+        if len(line) <= _MAX_HEADING_CHARS and (pattern.match(line) or _SIGNATURES.match(line)):
+            return index
+    return len(lines)
