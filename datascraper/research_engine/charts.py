@@ -97,9 +97,11 @@ def _charts_of(finding: Finding, numbers: dict[str, int]) -> list[ChartEvent]:
 
 
 def _by_currency(results: list[tuple[R, int]]) -> list[list[tuple[R, int]]]:
-    groups: dict[str | None, list[tuple[R, int]]] = {}
+    """Results that share a chart: those of one currency. A result of unknown currency gets a chart of its own,
+    since two unknowns may be different currencies."""
+    groups: dict[object, list[tuple[R, int]]] = {}
     for result, n in results:
-        groups.setdefault(result.currency, []).append((result, n))
+        groups.setdefault(result.currency if result.currency is not None else ("unknown", n), []).append((result, n))
     return list(groups.values())
 
 

@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 MAX_FACTS = 40
 MAX_PERIOD_PAIRS = 4
 MAX_COMPARED_SYMBOLS = 4
+# The unit of an amount whose currency the data did not give: no currency is guessed, and it is not compared.
+UNKNOWN_CURRENCY = "currency unknown"
 # Which facts a run keeps first when it has more than MAX_FACTS.
 HEADLINE, DETAIL, OLDER = 0, 1, 2
 
@@ -215,7 +217,7 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
     statement, the CAGR from the base of the oldest year asked to the newest."""
     inputs = [_input(statement, line, i, source) for i in range(len(statement.periods))]
     what = humanize(line) + (" (amount spent)" if line in _OUTFLOW_LINES else "")
-    currency = statement.currency or "units"
+    currency = statement.currency or UNKNOWN_CURRENCY
     frequency = statement.frequency
     for i in range(min(len(statement.asked_periods), MAX_PERIOD_PAIRS)):
         current = inputs[i]
@@ -242,7 +244,8 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
                 tier=HEADLINE if newest else OLDER,
                 compare_as=f"{what} year-over-year growth, latest quarter" if newest else None,
             )
-        if newest and line not in _PER_SHARE_LINES:
+        if newest and line not in _PER_SHARE_LINES and statement.currency is not None:
+            # An amount of unknown currency is never compared: it may be yen beside dollars.
             book.offer(
                 f"{what}, latest {frequency} period",
                 currency,
@@ -378,7 +381,7 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
             formula = f"reported EPS - estimated EPS = {fmt(current.value)} - {fmt(estimate.value)}"
             surprise = current.value - estimate.value
             book.add(
-                _fact(label, surprise, earnings.currency or "units", "difference", formula, [current, estimate]),
+                _fact(label, surprise, earnings.currency or UNKNOWN_CURRENCY, "difference", formula, [current, estimate]),
                 tier=HEADLINE if newest else OLDER,
             )
         for earlier, earlier_eps in reported:

@@ -208,6 +208,22 @@ def test_a_payload_that_cannot_be_charted_is_logged_and_the_other_charts_still_g
     assert "q1" in record.getMessage() and record.exc_info is not None
 
 
+def test_prices_of_unknown_currency_never_share_a_chart():
+    findings = [history_finding(1, "7203.T", 5), history_finding(2, "VOD.L", 5)]
+    both = findings[0]
+    both.market_data.results += findings[1].market_data.results
+    for result in both.market_data.results:
+        result.data["currency"] = None
+    sources = [
+        Source(n=n, title=symbol, url=f"https://finance.yahoo.com/quote/{symbol}/history", kind="market_data")
+        for n, symbol in enumerate(["7203.T", "VOD.L"], start=1)
+    ]
+
+    charts = charts_for([both], sources)
+
+    assert [[series.name for series in chart.series] for chart in charts] == [["7203.T"], ["VOD.L"]]
+
+
 def test_a_result_whose_source_is_not_listed_is_not_charted():
     assert charts_for([history_finding(1, "AAPL", 5)], []) == []
 

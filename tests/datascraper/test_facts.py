@@ -49,7 +49,7 @@ def statement(
     frequency: str = "annual",
     kind: str = "income",
     symbol: str = "AAPL",
-    currency: str = "USD",
+    currency: str | None = "USD",
 ) -> ToolResult:
     data = FinancialStatement(
         symbol=symbol,
@@ -345,6 +345,25 @@ def test_two_companies_are_compared_in_percentage_points_and_in_amounts_of_one_c
     assert (amount_gap.value, amount_gap.unit) == (145_913e6, "USD")  # 391,035 - 245,122 million
     assert one(facts, "AAPL minus 7203.T: Total Revenue growth").unit == "percentage points"
     assert not [f for f in facts if "7203.T: Total Revenue, latest" in f.label]  # USD and JPY: no difference
+
+
+def test_amounts_of_unknown_currency_are_labelled_so_and_never_compared():
+    apple = statement({"TotalRevenue": [391_035e6, 383_285e6]}, periods=YEARS[:2])
+    toyota = statement({"TotalRevenue": [48_036e9, 45_095e9]}, periods=("2025-03-31", "2024-03-31"),
+                       symbol="7203.T", currency=None)
+    vodafone = statement({"TotalRevenue": [37_448e6, 36_717e6]}, periods=("2025-03-31", "2024-03-31"),
+                         symbol="VOD.L", currency=None)
+    findings = [
+        MarketDataFinding(tickers=[r.symbol], data="income_statement", question="revenue", results=[r])
+        for r in (apple, toyota, vodafone)
+    ]
+
+    facts = compute_facts(findings)
+
+    assert one(facts, "7203.T Total Revenue change").unit == "currency unknown"
+    assert one(facts, "AAPL minus 7203.T: Total Revenue growth").unit == "percentage points"
+    # Yen and pounds, both unknown: their difference would mean nothing.
+    assert not [f for f in facts if "minus" in f.label and "Total Revenue, latest" in f.label]
 
 
 # --- earnings and prices ------------------------------------------------------------------------------------
