@@ -77,7 +77,9 @@ _NOT_TICKERS = frozenset(
     "SPX SPY NDX VIX RUT DXY FTSE DAX CAC HSI TSX ES NQ YM RTY CL GC SI NG HG GOLD SILVER OIL WTI BRENT GAS BTC "
     "ETH SOL XRP DOGE ADA BNB DOT LTC AVAX LINK SHIB TRX XLM BCH USDT USDC".split()
 )
-_SYMBOL = r"\$?[A-Za-z]{1,5}(?:[.-][A-Za-z]{1,2})?"
+# A letter ticker with an optional class or exchange suffix (BRK.B, VOD.L), or a numeric one with its exchange
+# suffix (7203.T, 0700.HK): a bare number is never a ticker here.
+_SYMBOL = r"\$?(?:[A-Za-z]{1,5}(?:[.-][A-Za-z]{1,2})?|\d{3,6}\.[A-Za-z]{1,2})"
 _SUBJECT = (
     rf"(?P<subject>(?P<name>{'|'.join(map(re.escape, COMMON_TICKERS))})(?: \((?P<paren>{_SYMBOL})\))?"
     rf"|(?P<symbol>{_SYMBOL}))(?:'s|’s)?"

@@ -205,6 +205,7 @@ ANALYZER_QUESTIONS: list[str] = [
     "How much is MY portfolio worth?",
     "What is the price of a share of Apple in 2010?",
     "What is Apple's share price in London?",
+    "What is the price of 700?",  # a bare number is not a ticker
 ]
 
 

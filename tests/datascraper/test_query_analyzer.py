@@ -32,6 +32,10 @@ from tests.fakes.openai_server import JsonReply
         ("Where is NVDA trading right now?", FastPathMatch("NVDA", "price")),
         ("TSLA quote", FastPathMatch("TSLA", "price")),
         ("Is Apple stock up today?", FastPathMatch("AAPL", "change", "Apple")),
+        # Listings abroad keep their exchange suffix, numeric tickers included.
+        ("What is the VOD.L stock price?", FastPathMatch("VOD.L", "price")),
+        ("What is the 7203.T stock price?", FastPathMatch("7203.T", "price")),
+        ("Is 0700.HK up today?", FastPathMatch("0700.HK", "change")),
     ],
 )
 def test_plain_one_ticker_quote_questions_take_the_fast_path(question, expected):
