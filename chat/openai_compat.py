@@ -89,6 +89,11 @@ class OpenAIError(Exception):
 # Run error codes (datascraper.errors and chat.services.runs) → HTTP status and OpenAI error type.
 _RUN_FAILURES: dict[str, tuple[int, ErrorType]] = {
     "provider_not_configured": (503, "server_error"),
+    # The operator's provider set-up, not the caller's request: the key, its credit, the configured model.
+    "provider_auth_failed": (503, "server_error"),
+    "provider_quota_exceeded": (503, "server_error"),
+    "model_unavailable": (503, "server_error"),
+    "model_refused": (422, "invalid_request_error"),
     "rate_limited": (429, "rate_limit_error"),
     "upstream_timeout": (504, "server_error"),
     "deadline_exceeded": (504, "server_error"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import date
 
 import httpx2
 import openai
@@ -268,6 +269,17 @@ async def test_unconfigured_provider_is_a_503_that_the_sdk_does_not_retry(sdk, n
     assert raised.value.status_code == 503
     assert raised.value.code == "provider_not_configured"
     assert await ResearchRun.objects.acount() == 1, "a retry would have started a second run"
+
+
+async def test_a_retired_research_model_is_a_503_naming_the_model_and_its_setting(sdk, fake_openai, research_env):
+    research_env(RESEARCH_MODEL="gpt-5.2-chat-latest", RESEARCH_SPECULATIVE_SEARCH="0")
+    fake_openai.today = date(2026, 11, 26)
+
+    with pytest.raises(openai.InternalServerError) as raised:
+        await sdk.chat.completions.create(model="finance-research", messages=QUESTION)
+
+    assert raised.value.status_code == 503 and raised.value.code == "model_unavailable"
+    assert "'gpt-5.2-chat-latest'" in raised.value.message and "RESEARCH_MODEL" in raised.value.message
 
 
 async def test_upstream_failure_is_a_502_without_the_providers_message(sdk, fake_openai):
