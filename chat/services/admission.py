@@ -313,11 +313,12 @@ async def admission_status() -> AdmissionStatus:
             max_concurrent_runs=settings.CHAT_MAX_CONCURRENT_RUNS,
         ),
         backend=settings.RUNS_BACKEND,
-        workers=await _live_workers() if settings.RUNS_BACKEND == "queue" else None,
+        workers=await live_workers() if settings.RUNS_BACKEND == "queue" else None,
     )
 
 
-async def _live_workers() -> int:
+async def live_workers() -> int:
+    """Queue workers alive: those whose heartbeat is within a lease."""
     from procrastinate.contrib.django.models import ProcrastinateWorker
 
     from chat.services.leases import LEASE_SECONDS

@@ -8,6 +8,7 @@ from datetime import date
 from io import StringIO
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from tests.datascraper.conftest import market_data, market_data_down  # noqa: F401  (the fixtures)
@@ -120,3 +121,13 @@ def test_a_planner_that_answers_in_shape_but_wrongly_is_a_warning(fake_openai, m
     assert status == 0
     assert lines_by_name(output)["structured output"].startswith("! structured output")
 
+
+
+@pytest.mark.skipif(not settings.IS_POSTGRES, reason="the queue's tables need PostgreSQL")
+def test_the_queue_without_a_live_worker_fails_with_the_command_to_start_one(provider, market_data, public_page, settings):
+    settings.RUNS_BACKEND = "queue"
+
+    output, status = doctor("--page-url", public_page)
+
+    assert status == 1
+    assert lines_by_name(output)["workers"].startswith("✗ workers") and "fix: Start one: python manage.py runworker" in output
