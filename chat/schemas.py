@@ -160,6 +160,11 @@ class AdmissionLimitsOut(BaseModel):
     rate: str | None = Field(description="Questions per owner, e.g. '30/m'; null when off.")
     api_rate: str | None = Field(description="Any API request per owner; null when off.")
     max_concurrent_runs: int = Field(description="Runs queued or running per owner; 0 when off.")
+    max_streams_per_owner: int = Field(description="Event streams open at once per owner; 0 when off.")
+    address_rate: str | None = Field(description="Questions per client address (IPv6 by /64); null when off.")
+    address_session_rate: str | None = Field(description="New anonymous sessions per client address; null when off.")
+    auth_failure_rate: str | None = Field(description="Wrong API keys per client address; null when off.")
+    max_streams_per_address: int = Field(description="Event streams open at once per client address; 0 when off.")
 
 
 class StatusOut(BaseModel):

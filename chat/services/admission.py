@@ -270,6 +270,11 @@ class AdmissionLimits:
     rate: str | None
     api_rate: str | None
     max_concurrent_runs: int
+    max_streams_per_owner: int
+    address_rate: str | None
+    address_session_rate: str | None
+    auth_failure_rate: str | None
+    max_streams_per_address: int
 
 
 @dataclass(frozen=True)
@@ -311,6 +316,11 @@ async def admission_status() -> AdmissionStatus:
             rate=settings.CHAT_RATE_LIMIT,
             api_rate=settings.CHAT_API_RATE_LIMIT,
             max_concurrent_runs=settings.CHAT_MAX_CONCURRENT_RUNS,
+            max_streams_per_owner=settings.CHAT_MAX_STREAMS_PER_OWNER,
+            address_rate=settings.CHAT_ADDRESS_RATE_LIMIT,
+            address_session_rate=settings.CHAT_ADDRESS_SESSION_RATE_LIMIT,
+            auth_failure_rate=settings.CHAT_AUTH_FAILURE_RATE_LIMIT,
+            max_streams_per_address=settings.CHAT_MAX_STREAMS_PER_ADDRESS,
         ),
         backend=settings.RUNS_BACKEND,
         workers=await live_workers() if settings.RUNS_BACKEND == "queue" else None,

@@ -205,7 +205,16 @@ async def wait_running(api, run_id: str) -> None:
 
 
 async def test_staff_see_the_queue_depth_and_the_runs_answering(api, slow_answers, limits):
-    limits(CHAT_RATE_LIMIT="30/m", CHAT_API_RATE_LIMIT="600/m", CHAT_MAX_CONCURRENT_RUNS=5)
+    limits(
+        CHAT_RATE_LIMIT="30/m",
+        CHAT_API_RATE_LIMIT="600/m",
+        CHAT_MAX_CONCURRENT_RUNS=5,
+        CHAT_MAX_STREAMS_PER_OWNER=10,
+        CHAT_ADDRESS_RATE_LIMIT="60/m",
+        CHAT_ADDRESS_SESSION_RATE_LIMIT="30/h",
+        CHAT_AUTH_FAILURE_RATE_LIMIT="10/m",
+        CHAT_MAX_STREAMS_PER_ADDRESS=40,
+    )
     await get_user_model().objects.filter(username="alice").aupdate(is_staff=True)
     slow_answers()
     running = await ask(api, "Slow one")
@@ -219,7 +228,16 @@ async def test_staff_see_the_queue_depth_and_the_runs_answering(api, slow_answer
     assert status["runs"] == {"queued": 2, "running": 1}
     assert 30 <= status["oldest_queued_s"] < 60
     assert 0 <= status["oldest_running_s"] < 5
-    assert status["limits"] == {"rate": "30/m", "api_rate": "600/m", "max_concurrent_runs": 5}
+    assert status["limits"] == {
+        "rate": "30/m",
+        "api_rate": "600/m",
+        "max_concurrent_runs": 5,
+        "max_streams_per_owner": 10,
+        "address_rate": "60/m",
+        "address_session_rate": "30/h",
+        "auth_failure_rate": "10/m",
+        "max_streams_per_address": 40,
+    }
     assert (status["backend"], status["workers"]) == ("inprocess", None)
 
 
