@@ -1,7 +1,7 @@
 """The provider layer: the OpenAI client, what each model accepts, usage, failures, structured calls, the
 models' lifecycle and the breaker. Every model call of the research router goes through here."""
 
-from datascraper.llm.capabilities import ModelCapabilities, ReasoningEffort, capabilities_for, request_options
+from datascraper.llm.capabilities import capabilities_for, request_options
 from datascraper.llm.client import get_openai_client, reset_openai_client
 from datascraper.llm.failures import translate_error
 from datascraper.llm.structured import StructuredOutputInvalid, parse_structured, text_format
@@ -9,8 +9,6 @@ from datascraper.llm.usage import usage_from_response
 from datascraper.llm.warm_up import warm_up_models
 
 __all__ = [
-    "ModelCapabilities",
-    "ReasoningEffort",
     "StructuredOutputInvalid",
     "capabilities_for",
     "get_openai_client",

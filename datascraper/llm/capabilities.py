@@ -69,7 +69,9 @@ def supported_effort(capabilities: ModelCapabilities, wanted: ReasoningEffort, *
 
     Web search refuses `minimal`, and we never ask it to search without reasoning (`none`).
     """
-    allowed = [e for e in capabilities.efforts if not (web_search and e in ("none", "minimal"))]
+    allowed = [e for e in capabilities.efforts if not (web_search and e in ("none", "minimal"))] or list(
+        capabilities.efforts
+    )
     rank = EFFORT_ORDER.index(wanted)
     above = [e for e in allowed if EFFORT_ORDER.index(e) >= rank]
     return above[0] if above else allowed[-1]

@@ -14,6 +14,7 @@ from datascraper.models_config import get_research_config
 from datascraper.schemas import GapReport, QueryAnalysis
 
 logger = logging.getLogger(__name__)
+
 # A structured answer with every field the Responses API sends (a reasoning item, then the message), so
 # that the warm-up walks the same response types as a planner call; `text` is added per call.
 _WARM_UP_RESPONSE: dict[str, Any] = {
