@@ -75,7 +75,11 @@ class SecClient:
 
         async def fetch() -> Any:
             body = await self.get(url)
-            return transform(body) if transform else body.decode("utf-8", "replace")
+            if transform is None:
+                return body.decode("utf-8", "replace")
+            # A 10-K runs to megabytes (tens of ms a megabyte to flatten): off the event loop, which the
+            # server's other tools share.
+            return await asyncio.to_thread(transform, body)
 
         return await self.cache.get_or_fetch(f"sec:doc:{url}", ttl_s, fetch)
 
@@ -86,7 +90,8 @@ class SecClient:
         async def fetch() -> Any:
             body = await self.get(url)
             try:
-                return json.loads(body)
+                # A large filer's company facts are megabytes of JSON: parsed off the event loop.
+                return await asyncio.to_thread(json.loads, body)
             except ValueError as exc:
                 raise FilingsUpstreamError("The SEC sent a reply that is not valid JSON.") from exc
 

@@ -67,6 +67,7 @@ class FakeSecServer:
         self._blocked_until = 0.0
         self._forced: list[int | None] = []  # scripted 429s, each with its Retry-After
         self._server: ThreadedAsgiServer | None = None
+        self._served: dict[str, bytes] = {}
         self.url = ""
 
     # lifecycle
@@ -101,6 +102,12 @@ class FakeSecServer:
         """The next `times` requests get 429 (with `Retry-After` when given), whatever their rate."""
         with self._lock:
             self._forced.extend([retry_after] * times)
+
+    def serve(self, path: str, body: bytes) -> None:
+        """Answer `path` (e.g. `/data.sec.gov/api/xbrl/companyfacts/CIK0000320193.json`) with `body` instead
+        of the fixture file: a benchmark's real-size reply, say."""
+        with self._lock:
+            self._served[path] = body
 
     def paths(self, status: int | None = None) -> list[str]:
         with self._lock:
@@ -156,6 +163,8 @@ class FakeSecServer:
             return 429, _THROTTLED, {}
         if method != "GET":
             return 405, b"", {}
+        if path in self._served:
+            return 200, self._served[path], {}
         file = self._file(host, path)
         if file is None:
             return 404, b"<html><body>Not Found</body></html>", {}
