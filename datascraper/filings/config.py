@@ -17,6 +17,13 @@ DEFAULT_DATA_URL = "https://data.sec.gov"
 DEFAULT_WWW_URL = "https://www.sec.gov"
 # The SEC's fair-access ceiling, for all our processes together.
 SEC_MAX_REQUESTS_PER_SECOND = 10
+# Our fields and the environment variables that set them.
+_VARIABLES = {
+    "user_agent": "SEC_USER_AGENT",
+    "data_url": "SEC_DATA_URL",
+    "www_url": "SEC_WWW_URL",
+    "redis_url": "REDIS_URL",
+}
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
@@ -67,16 +74,7 @@ class FilingsConfig(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> FilingsConfig:
+        """The settings the environment sets (blank counts as unset); the rest keep their defaults."""
         env = os.environ if environ is None else environ
-
-        def pick(name: str) -> str | None:
-            value = env.get(name, "").strip()
-            return value or None
-
-        fields: dict[str, object] = {
-            "user_agent": pick("SEC_USER_AGENT"),
-            "data_url": pick("SEC_DATA_URL"),
-            "www_url": pick("SEC_WWW_URL"),
-            "redis_url": pick("REDIS_URL"),
-        }
-        return cls(**{name: value for name, value in fields.items() if value is not None})
+        values = {field: env.get(variable, "").strip() for field, variable in _VARIABLES.items()}
+        return cls(**{field: value for field, value in values.items() if value})
