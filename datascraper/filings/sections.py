@@ -2,9 +2,9 @@
 
 Filings are HTML (inline XBRL since 2019), laid out with tables and styled divs rather than semantic
 headings, so the document is first flattened to lines of text, then a section is found by its Item heading
-("Item 1A. Risk Factors", on one line or split over two) and runs to the next Item heading or the
-signatures. The table of contents names every Item too; its entries are a line long, so of the places a
-heading appears the one opening the longest span is the section itself.
+("Item 1A. Risk Factors", on one line or split over two) and runs to the next Item heading, a new Part or
+the signatures. The table of contents names every Item too; its entries are a line long, so of the places
+a heading appears the one opening the longest span is the section itself.
 
 lxml rather than trafilatura: trafilatura keeps an article's main text and drops what looks like boilerplate,
 which in a 10-K includes tables and short paragraphs of the very sections asked for.
@@ -66,10 +66,12 @@ _BLOCK_TAGS = (
 _HIDDEN = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t\u00a0\u2002\u2003\u2009\u200b]+")
 _MAX_HEADING_CHARS = 160
-_ITEM_PREFIX = r"item\s+\d{1,2}[a-c]?\s*[.:\-\u2013\u2014]?\s*"
-_ITEM_ONLY = re.compile(r"^(?:part\s+[iv]+\s*[,.\-\u2013\u2014]?\s*)?" + _ITEM_PREFIX + r"$", re.IGNORECASE)
-_ANY_ITEM = re.compile(r"^(?:part\s+[iv]+\s*[,.\-\u2013\u2014]?\s*)?item\s+\d{1,2}(?:\.\d\d|[a-c])?\b", re.IGNORECASE)
+_PART_PREFIX = r"(?:part\s+[iv]+\s*[,.\-\u2013\u2014]?\s*)?"
+_ITEM_PREFIX = _PART_PREFIX + r"item\s+\d{1,2}[a-c]?\s*[.:\-\u2013\u2014]?\s*"
+_ITEM_ONLY = re.compile(rf"^{_ITEM_PREFIX}$", re.IGNORECASE)
+_ANY_ITEM = re.compile(rf"^{_PART_PREFIX}item\s+\d{{1,2}}(?:\.\d\d|[a-c])?\b", re.IGNORECASE)
 _SIGNATURES = re.compile(r"^signatures?\s*$", re.IGNORECASE)
+_PART = re.compile(r"^part\s+[iv]+\b[.:\s\-\u2013\u2014]*(?:[a-z ]+)?$", re.IGNORECASE)  # "PART II. OTHER INFORMATION"
 _NOTE = re.compile(r"^note\s+\d{1,2}\b", re.IGNORECASE)
 _SEGMENT_NOTE = re.compile(r"^note\s+\d{1,2}\s*[.:\-\u2013\u2014]?\s*.*\bsegment", re.IGNORECASE)
 
@@ -162,6 +164,6 @@ def _item_headings(lines: list[str], pattern: re.Pattern[str]) -> Iterable[tuple
 def _next_heading(lines: list[str], start: int, pattern: re.Pattern[str]) -> int:
     for index in range(start, len(lines)):
         line = lines[index]
-        if len(line) <= _MAX_HEADING_CHARS and (pattern.match(line) or _SIGNATURES.match(line)):
+        if len(line) <= _MAX_HEADING_CHARS and (pattern.match(line) or _SIGNATURES.match(line) or _PART.match(line)):
             return index
     return len(lines)

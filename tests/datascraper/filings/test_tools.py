@@ -209,6 +209,30 @@ async def test_named_10k_sections_are_found_by_their_item_headings(
     assert "Item 9." not in found.text and "SIGNATURES" not in found.text
 
 
+@pytest.mark.parametrize(
+    ("section", "heading", "says"),
+    [
+        ("risk_factors", "ITEM 1A. RISK FACTORS", "no material changes from the risk factors previously disclosed"),
+        (
+            "mdna",
+            "ITEM 2. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION AND RESULTS OF OPERATIONS",
+            "Data Center revenue for the third quarter of fiscal year 2025 was $30.8 billion",
+        ),
+        ("legal_proceedings", "ITEM 1. LEGAL PROCEEDINGS", "Note 13"),
+    ],
+)
+async def test_10q_sections_are_found_in_either_part(
+    mcp_client: InMemoryMCP, section: str, heading: str, says: str
+) -> None:
+    # Part I and Part II both number from Item 1: a 10-Q's sections are told apart by their titles.
+    result = await mcp_client.call_tool("get_filing_section", {"ticker": "NVDA", "section": section, "form": "10-Q"})
+
+    found = FilingSection.model_validate(result.structured_content)
+    assert (found.form, str(found.report_date), found.heading) == ("10-Q", "2024-10-27", heading)
+    assert says in found.text
+    assert "PART II" not in found.text and "SIGNATURE" not in found.text
+
+
 async def test_an_8k_item_is_read_from_the_latest_8k_that_carries_it(mcp_client: InMemoryMCP) -> None:
     result = await mcp_client.call_tool("get_filing_section", {"ticker": "AAPL", "section": "2.02"})
 
