@@ -3,7 +3,8 @@ around each, bounded retries, and every failure a named `FilingError`.
 
 The SEC answers 403 both to a client it does not accept and to one it is throttling, and 429 when throttling;
 both become `rate_limited` after a back-off (its `Retry-After` when it sends one) and a bounded number of
-retries. A 404 is `not_found`; 5xx, a broken connection or an unreadable reply is `upstream_error` after the
+retries, and when those fail too, every request fails at once for a cool-down (`rate_limit_cooldown_s`)
+instead of prolonging the block. A 404 is `not_found`; 5xx, a broken connection or an unreadable reply is `upstream_error` after the
 retries; a request past its timeout is `timeout`.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,6 +51,7 @@ class SecClient:
         limiter: RequestLimiter | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.cache = cache if cache is not None else TTLCache()
@@ -57,6 +60,8 @@ class SecClient:
         self._sleep = sleep
         # One connection pool per event loop: an httpx2 client must not be shared across loops.
         self._clients: dict[asyncio.AbstractEventLoop, httpx2.AsyncClient] = {}
+        self._clock = clock
+        self._blocked_until = 0.0
         self.requests_sent = 0
 
     # what callers ask
@@ -108,6 +113,9 @@ class SecClient:
         problem = self.config.problem
         if problem is not None:
             raise FilingsNotConfigured(problem)
+        wait = self._blocked_until - self._clock()
+        if wait > 0:
+            raise FilingsRateLimited(f"The SEC is limiting our requests; try again in about {wait:.0f} s.")
         attempts = self.config.max_retries + 1
         last: FilingError = FilingsUpstreamError()
         for attempt in range(attempts):
@@ -138,6 +146,9 @@ class SecClient:
                 last = FilingsUpstreamError(f"The SEC answered HTTP {status}.")
                 continue
             raise FilingsUpstreamError(f"The SEC answered HTTP {status}.")
+        if isinstance(last, FilingsRateLimited):
+            self._blocked_until = self._clock() + self.config.rate_limit_cooldown_s
+            logger.warning("The SEC is rate limiting us; no requests for %g s.", self.config.rate_limit_cooldown_s)
         raise last
 
     def _backoff(self, response: httpx2.Response, attempt: int) -> float:

@@ -41,6 +41,9 @@ class FilingsConfig(BaseModel):
     # The first back-off after a 403/429 when the SEC sends no Retry-After; it doubles per retry, capped.
     rate_limit_backoff_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     max_backoff_s: float = Field(default=10.0, ge=0, allow_inf_nan=False)
+    # After the retries still meet 403/429, the SEC is blocking us (for about ten minutes, it says): requests
+    # then fail at once for this long rather than prolong the block; cached answers are still served.
+    rate_limit_cooldown_s: float = Field(default=120.0, ge=0, allow_inf_nan=False)
     # The SEC allows 10 requests a second, counted where they arrive. We count them where they leave, as at
     # most 10 in any 2 seconds: however the network delays them (by less than a second), no second at the
     # SEC's end then sees more than 10. Bursts of 10 still go at once; the sustained rate is 5 a second.

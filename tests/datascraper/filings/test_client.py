@@ -196,3 +196,23 @@ async def test_a_limiter_whose_redis_is_down_limits_in_its_process_instead(caplo
 
     assert time.monotonic() - started >= 0.9  # the third waited: still limited, now per process
     assert "limiting in this process instead" in caplog.text
+
+
+async def test_after_a_block_the_cache_still_answers_and_requests_resume_after_the_cool_down(
+    sec_config: FilingsConfig, fake_sec: FakeSecServer, sleeps: RecordedSleeps
+) -> None:
+    now = [1000.0]
+    client = SecClient(sec_config, cache=TTLCache(), sleep=sleeps, clock=lambda: now[0])
+    service = FilingsService(client)
+    await service.filings("AAPL")  # the ticker map and Apple's submissions are now cached
+    fake_sec.throttle(times=3)
+
+    with pytest.raises(FilingsRateLimited):
+        await service.filings("NVDA")
+    cached = await service.filings("AAPL")
+    now[0] += sec_config.rate_limit_cooldown_s + 1
+    resumed = await service.filings("NVDA")
+
+    assert cached.company == "Apple Inc." and resumed.company == "NVIDIA CORP"
+    assert [r.status for r in fake_sec.requests] == [200, 200, 429, 429, 429, 200]
+    await client.aclose()
