@@ -4,8 +4,8 @@ around each, bounded retries, and every failure a named `FilingError`.
 The SEC answers 403 both to a client it does not accept and to one it is throttling, and 429 when throttling;
 both become `rate_limited` after a back-off (its `Retry-After` when it sends one) and a bounded number of
 retries, and when those fail too, every request fails at once for a cool-down (`rate_limit_cooldown_s`)
-instead of prolonging the block. A 404 is `not_found`; 5xx, a broken connection or an unreadable reply is `upstream_error` after the
-retries; a request past its timeout is `timeout`.
+instead of prolonging the block. A 404 is `not_found`; 5xx, a broken connection or an unreadable reply is
+`upstream_error` after the retries; a request past its timeout is `timeout`.
 """
 
 from __future__ import annotations
