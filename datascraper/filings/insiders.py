@@ -1,8 +1,8 @@
 """Insider transactions from Form 4 XML: who traded, in what role, when, how many shares, at what price.
 
 Submissions list a Form 4's primary document as its XSL rendering (`xslF345X05/form4.xml`); the XML itself
-is the same file name at the top of the filing's folder. Only the non-derivative table is read (shares
-bought, sold, granted, withheld); option grants and exercises in the derivative table are left for later.
+is the same file name at the top of the filing's folder. Both tables are read: shares bought, sold, granted
+or withheld (non-derivative), and options and units granted, exercised or converted (derivative, flagged).
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def parse_form4(xml: bytes, *, filed: date, accession: str, url: str) -> list[In
     owners = root.findall("reportingOwner")
     owner = " and ".join(_text(o, "reportingOwnerId/rptOwnerName") or "unnamed" for o in owners) or "unnamed"
     role = _role(owners[0]) if owners else "other"
+    rows = [(row, False) for row in root.findall("nonDerivativeTable/nonDerivativeTransaction")]
+    rows += [(row, True) for row in root.findall("derivativeTable/derivativeTransaction")]
     transactions = []
-    for row in root.findall("nonDerivativeTable/nonDerivativeTransaction"):
+    for row, derivative in rows:
         when = _text(row, "transactionDate/value")
         shares = _number(row, "transactionAmounts/transactionShares/value")
         direction = _text(row, "transactionAmounts/transactionAcquiredDisposedCode/value")
@@ -57,7 +59,8 @@ def parse_form4(xml: bytes, *, filed: date, accession: str, url: str) -> list[In
                 owner=owner,
                 role=role,
                 transaction_date=date.fromisoformat(when[:10]),
-                security=_text(row, "securityTitle/value") or "Common Stock",
+                security=_text(row, "securityTitle/value") or ("Derivative security" if derivative else "Common Stock"),
+                derivative=derivative,
                 code=code,
                 code_meaning=TRANSACTION_CODES.get(code, "other"),
                 shares=shares,

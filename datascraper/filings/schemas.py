@@ -160,6 +160,7 @@ class InsiderTransaction(BaseModel):
     role: str = Field(description="Director, officer (with title), 10% owner, or other, as the filing states.")
     transaction_date: date
     security: str
+    derivative: bool = Field(description="An option, unit or other derivative (the Form 4's derivative table).")
     code: str = Field(description="Form 4 transaction code: P purchase, S sale, A grant, M option exercise, ...")
     code_meaning: str
     shares: float
@@ -182,7 +183,8 @@ class InsiderTransactions(FilingResult):
             price = f" at {t.price:,.2f}" if t.price is not None else ""
             verb = "acquired" if t.acquired_disposed == "A" else "disposed of"
             lines.append(
-                f"{t.transaction_date}: {t.owner} ({t.role}) {verb} {_number(t.shares)} shares{price} "
+                f"{t.transaction_date}: {t.owner} ({t.role}) {verb} {_number(t.shares)} "
+                f"{t.security if t.derivative else 'shares'}{price} "
                 f"({t.code}: {t.code_meaning}); {_number(t.owned_after) if t.owned_after is not None else '?'} "
                 f"held after; Form 4 filed {t.filed}"
             )

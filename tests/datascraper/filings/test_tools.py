@@ -291,6 +291,7 @@ async def test_insider_transactions_are_read_from_the_form4_xml(
     rows = [
         (t.owner, t.role, str(t.transaction_date), t.code, t.shares, t.price, t.acquired_disposed, t.owned_after)
         for t in insiders.transactions
+        if not t.derivative
     ]
     assert rows == [
         ("Levinson Arthur D", "director", "2025-04-02", "S", 50_000, 223.85, "D", 4_155_229),
@@ -298,6 +299,13 @@ async def test_insider_transactions_are_read_from_the_form4_xml(
         ("O'BRIEN DEIRDRE", "officer (Senior Vice President)", "2025-04-01", "F", 18_200, 223.89, "D", 153_122),
         ("O'BRIEN DEIRDRE", "officer (Senior Vice President)", "2025-04-01", "S", 16_621, 222.31, "D", 136_501),
     ]
+    [units] = [t for t in insiders.transactions if t.derivative]
+    assert (units.security, units.code, units.shares, units.acquired_disposed) == (
+        "Restricted Stock Unit",
+        "M",
+        34_821,
+        "D",
+    )
     # The XML itself, not the XSL rendering the submissions file lists.
     assert insiders.transactions[0].url.endswith("/000032019325000041/wk-form4_1743800000.xml")
     assert "/Archives/edgar/data/320193/000032019325000041/wk-form4_1743800000.xml" in fake_sec.paths(200)
