@@ -118,7 +118,12 @@ class FilingList(FilingResult):
         lines = [f"{self.company} ({self.ticker}) filings with the SEC, newest first:"]
         for filing in self.filings:
             items = f", items {', '.join(f'{i.number} {i.title}' for i in filing.items)}" if filing.items else ""
-            period = f" for the period ending {filing.report_date}" if filing.report_date else ""
+            if filing.report_date is None:
+                period = ""
+            elif filing.form.startswith("8-K"):
+                period = f" on an event of {filing.report_date}"
+            else:
+                period = f" for the period ending {filing.report_date}"
             lines.append(f"{filing.form} filed {filing.filed}{period}{items}: {filing.url}")
         return "\n".join(lines)
 
@@ -183,7 +188,7 @@ class InsiderTransactions(FilingResult):
             price = f" at {t.price:,.2f}" if t.price is not None else ""
             verb = "acquired" if t.acquired_disposed == "A" else "disposed of"
             lines.append(
-                f"{t.transaction_date}: {t.owner} ({t.role}) {verb} {_number(t.shares)} "
+                f"{t.transaction_date}: {t.owner}, {t.role}, {verb} {_number(t.shares)} "
                 f"{t.security if t.derivative else 'shares'}{price} "
                 f"({t.code}: {t.code_meaning}); {_number(t.owned_after) if t.owned_after is not None else '?'} "
                 f"held after; Form 4 filed {t.filed}"
