@@ -343,3 +343,27 @@ async def test_a_throttled_sec_is_rate_limited_after_backing_off(
 
     assert code == "rate_limited"
     assert fake_sec.paths(429) == ["/files/company_tickers.json"] * 3
+
+
+async def test_each_result_summarises_itself_with_what_a_citation_needs(mcp_client: InMemoryMCP) -> None:
+    listing = FilingList.model_validate(
+        (await mcp_client.call_tool("get_filings", {"ticker": "AAPL", "forms": ["8-K"], "limit": 1})).structured_content
+    )
+    insiders = InsiderTransactions.model_validate(
+        (
+            await mcp_client.call_tool("get_insider_transactions", {"ticker": "AAPL", "filings_wanted": 1})
+        ).structured_content
+    )
+
+    assert (
+        listing.summary_text()
+        .splitlines()[1]
+        .startswith(
+            "8-K filed 2025-01-30 on an event of 2025-01-30, items 2.02 Results of Operations and Financial Condition, "
+            "9.01 Financial Statements and Exhibits: http"
+        )
+    )
+    assert insiders.summary_text().splitlines()[1] == (
+        "2025-04-02: Levinson Arthur D, director, disposed of 50,000 shares at 223.85 (S: open market or private "
+        "sale); 4,155,229 held after; Form 4 filed 2025-04-04"
+    )
