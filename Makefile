@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-postgres test-postgres-db-events install install-dev migrate benchmarks clean check-install
+.PHONY: run test lint test-postgres test-postgres-db-events install install-dev migrate benchmarks clean check-install
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -34,6 +34,11 @@ run: migrate
 
 test: install-dev
 	$(BIN)/python -m pytest
+
+# ruff (lint and import order) over the tree, mypy over the app's code; settings in pyproject.toml.
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # The same suite against the machine's PostgreSQL and Redis.
 test-postgres: install-dev

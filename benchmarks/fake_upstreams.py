@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from datascraper.llm import reset_openai_client  # noqa: E402
 from datascraper.market_data.cache import TTLCache  # noqa: E402
-from datascraper.market_data.session import MarketDataClient, set_market_data_client  # noqa: E402
 from datascraper.market_data.server import build_server  # noqa: E402
+from datascraper.market_data.session import MarketDataClient, set_market_data_client  # noqa: E402
 from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402

@@ -531,7 +531,7 @@ class Probes:
     def slowest_by_second(self) -> str:
         """The slowest probe sent in each second of the load: where the latency comes from."""
         slowest: dict[int, float] = {}
-        for started, seconds in zip(self.started_s, self.seconds):
+        for started, seconds in zip(self.started_s, self.seconds, strict=True):
             slowest[int(started)] = max(slowest.get(int(started), 0.0), seconds)
         return ", ".join(f"{second} s: {ms * 1000:.0f}" for second, ms in sorted(slowest.items()))
 

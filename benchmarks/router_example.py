@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
 from datascraper.schemas import (  # noqa: E402
     ChartEvent,
@@ -36,7 +37,6 @@ from datascraper.schemas import (  # noqa: E402
     RunSummary,
 )
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, sub  # noqa: E402
-from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
 from tests.fakes.openai_server import JsonReply, TextReply  # noqa: E402
 
 QUESTION = "Compare AAPL and MSFT revenue growth over the last 3 quarters"

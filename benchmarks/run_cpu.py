@@ -47,7 +47,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from load import APP_SETTINGS, REDIS_URL, YAHOO_S, Children, free_port, question, run_events, script_upstream, wait_for_port  # noqa: E402
+from load import (  # noqa: E402
+    APP_SETTINGS,
+    REDIS_URL,
+    YAHOO_S,
+    Children,
+    free_port,
+    question,
+    run_events,
+    script_upstream,
+    wait_for_port,
+)
 
 WARM_UP_RUNS = 2
 

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 # differently on each machine. The trace is what this example shows; docs/citations.md shows the check.
 os.environ["CITATION_VERIFY"] = "0"
 
+from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
 from datascraper.schemas import Contradiction, GapReport, QueryAnalysis, ResearchQuery, RunSummary  # noqa: E402
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, searched, sub  # noqa: E402
-from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
 from tests.fakes.openai_server import JsonReply, Sentence, TextReply  # noqa: E402
 
 QUESTION = "How did Apple's revenue change over the last 3 quarters, and what do analysts expect next?"

@@ -37,7 +37,9 @@ class MessageAdmin(admin.ModelAdmin):
 class ResearchRunAdmin(admin.ModelAdmin):
     list_display = ("id", "conversation", "requested_mode", "mode", "status", "created_at", "finished_at")
     list_filter = ("status", "mode", "requested_mode")
-    readonly_fields = ("plan", "rounds", "timings", "usage", "signals", "facts", "confidence", "trace", "verification", "error")
+    readonly_fields = (
+        "plan", "rounds", "timings", "usage", "signals", "facts", "confidence", "trace", "verification", "error"
+    )
 
 
 @admin.register(ApiKey)

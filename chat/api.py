@@ -153,7 +153,9 @@ def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 @api.exception_handler(QueueUnavailable)
 def _queue_unavailable(request: HttpRequest, exc: QueueUnavailable) -> HttpResponse:
     logger.error("could not queue a run: %s", exc)
-    return error_response(request, 503, "queue_unavailable", "The question could not be queued; nothing was stored. Ask again.")
+    return error_response(
+        request, 503, "queue_unavailable", "The question could not be queued; nothing was stored. Ask again."
+    )
 
 
 @api.exception_handler(Exception)

@@ -16,4 +16,5 @@ class ChatConfig(AppConfig):
             get_research_config()
         except ValidationError as exc:
             fields = ", ".join(str(error["loc"][0]) for error in exc.errors())
-            raise ImproperlyConfigured(f"Invalid research settings ({fields}): check the RESEARCH_* variables.") from None
+            message = f"Invalid research settings ({fields}): check the RESEARCH_* variables."
+            raise ImproperlyConfigured(message) from None

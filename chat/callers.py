@@ -118,7 +118,7 @@ class _CsrfCheck(CsrfViewMiddleware):
     """Django's own CSRF check (token, cookie, Origin and Referer), answering with its reason instead of
     its HTML failure page, as Django REST framework's session authentication does."""
 
-    def _reject(self, request: HttpRequest, reason: str) -> str:  # type: ignore[override]
+    def _reject(self, request: HttpRequest, reason: str) -> str:
         csrf_log.warning("Forbidden (%s): %s", reason, request.path)
         return reason
 

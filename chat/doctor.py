@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -33,6 +33,7 @@ from datascraper.schemas import UsageLedger
 Status = Literal["ok", "warn", "fail", "skip"]
 
 CHECK_TIMEOUT_S = 30.0
+_STATUS_OF_LEVEL: dict[str, Status] = {"ok": "ok", "warning": "warn", "error": "fail"}
 DEFAULT_PAGE_URL = "https://www.example.com/"
 PROBE_SYMBOL = "AAPL"
 
@@ -76,9 +77,7 @@ class Doctor:
     def failed(self) -> bool:
         return any(result.status == "fail" for result in self.results)
 
-    async def _timed(
-        self, name: str, check: Callable[[], Awaitable[CheckResult]], *, needs_key: bool = False
-    ) -> None:
+    async def _timed(self, name: str, check: Callable[[], Awaitable[CheckResult]], *, needs_key: bool = False) -> None:
         if needs_key and not self._key_works:
             self.results.append(CheckResult(name, "skip", "needs a working key"))
             return
@@ -87,7 +86,9 @@ class Doctor:
             async with asyncio.timeout(self.timeout_s):
                 result = await check()
         except TimeoutError:
-            result = CheckResult(name, "fail", f"no answer within {self.timeout_s:g} s", fix="See the next lines of the log.")
+            result = CheckResult(
+                name, "fail", f"no answer within {self.timeout_s:g} s", fix="See the next lines of the log."
+            )
         result.name = name
         result.latency_ms = round((time.monotonic() - started) * 1000)
         self.results.append(result)
@@ -100,24 +101,35 @@ class Doctor:
 
     async def check_key(self) -> CheckResult:
         if not self.config.is_configured:
-            return CheckResult("key", "fail", "OPENAI_API_KEY is not set", fix="Put OPENAI_API_KEY=sk-... in .env or the environment.")
+            return CheckResult(
+                "key", "fail", "OPENAI_API_KEY is not set", fix="Put OPENAI_API_KEY=sk-... in .env or the environment."
+            )
         self._models = await check_models(self.config, timeout_s=self.timeout_s)
         if self._models.error_code == "provider_auth_failed":
-            return CheckResult("key", "fail", "the provider rejected the key", fix="Create a new key and set OPENAI_API_KEY.")
+            return CheckResult(
+                "key", "fail", "the provider rejected the key", fix="Create a new key and set OPENAI_API_KEY."
+            )
         if self._models.error_code is not None:
             return CheckResult("key", "fail", self._models.error or "", fix="Check OPENAI_BASE_URL and the network.")
         return CheckResult("key", "ok", "accepted")
 
     def model_results(self) -> list[CheckResult]:
         if not self._key_works:
-            return [CheckResult(f"model {setting}", "skip", "needs a working key") for setting in ("RESEARCH_PLANNER_MODEL", "RESEARCH_MODEL")]
+            return [
+                CheckResult(f"model {setting}", "skip", "needs a working key")
+                for setting in ("RESEARCH_PLANNER_MODEL", "RESEARCH_MODEL")
+            ]
         assert self._models is not None
         results = []
         for check in self._models.checks:
-            status: Status = {"ok": "ok", "warning": "warn", "error": "fail"}[check.level]
-            detail = check.model + (f", shuts down {check.shutdown_date}" if check.shutdown_date else ", no shutdown announced")
+            status = _STATUS_OF_LEVEL[check.level]
+            detail = check.model + (
+                f", shuts down {check.shutdown_date}" if check.shutdown_date else ", no shutdown announced"
+            )
             fix = f"Set {check.setting} to a current model (docs/providers.md)." if status == "fail" else None
-            results.append(CheckResult(f"model {check.setting}", status, detail if status == "ok" else check.message, fix))
+            results.append(
+                CheckResult(f"model {check.setting}", status, detail if status == "ok" else check.message, fix)
+            )
         return results
 
     async def check_structured_output(self) -> CheckResult:
@@ -132,7 +144,9 @@ class Doctor:
                 timeout_s=self.timeout_s,
             )
         except ResearchError as exc:
-            return CheckResult("", "fail", f"{model}: {exc.code}: {exc.message}", fix=_fix_for(exc, "RESEARCH_PLANNER_MODEL"))
+            return CheckResult(
+                "", "fail", f"{model}: {exc.code}: {exc.message}", fix=_fix_for(exc, "RESEARCH_PLANNER_MODEL")
+            )
         if not probe.answer:
             return CheckResult("", "warn", f"{model} answered in shape but wrongly (2 + 2 = 4 is true)")
         return CheckResult("", "ok", f"{model} answered in the strict schema")
@@ -148,7 +162,10 @@ class Doctor:
         sources = search.result.sources
         if not sources:
             return CheckResult(
-                "", "warn", f"{model} answered without a url_citation", fix="Answers will lack web citations: try another RESEARCH_MODEL."
+                "",
+                "warn",
+                f"{model} answered without a url_citation",
+                fix="Answers will lack web citations: try another RESEARCH_MODEL.",
             )
         return CheckResult("", "ok", f"{model} searched and cited {len(sources)} page(s)")
 
@@ -161,17 +178,29 @@ class Doctor:
         arguments = {"symbol": PROBE_SYMBOL, "statement": "income", "frequency": "quarterly"}
         return await self._market_tool("get_financial_statement", arguments, "periods")
 
-    async def _market_tool(self, tool: str, arguments: dict[str, object], expected: str) -> CheckResult:
+    async def _market_tool(self, tool: str, arguments: dict[str, Any], expected: str) -> CheckResult:
         try:
             result = await get_market_data_client().call_tool(tool, arguments, timeout_s=self.timeout_s)
         except MarketDataError as exc:
-            return CheckResult("", "fail", f"{exc.code}: {exc.message}", fix="Check the network to Yahoo Finance, or MARKET_DATA_MCP_URL.")
+            return CheckResult(
+                "",
+                "fail",
+                f"{exc.code}: {exc.message}",
+                fix="Check the network to Yahoo Finance, or MARKET_DATA_MCP_URL.",
+            )
         payload = result.structured_content or {}
         if result.is_error or expected not in payload:
             text = " ".join(getattr(part, "text", "") for part in result.content)[:160]
-            return CheckResult("", "fail", f"{tool}({PROBE_SYMBOL}): {text or 'no data'}", fix="Yahoo may be rate limiting this address; try again later.")
+            return CheckResult(
+                "",
+                "fail",
+                f"{tool}({PROBE_SYMBOL}): {text or 'no data'}",
+                fix="Yahoo may be rate limiting this address; try again later.",
+            )
         if expected == "periods":
-            return CheckResult("", "ok", f"{PROBE_SYMBOL} quarterly income statement, {len(payload['periods'])} periods")
+            return CheckResult(
+                "", "ok", f"{PROBE_SYMBOL} quarterly income statement, {len(payload['periods'])} periods"
+            )
         return CheckResult("", "ok", f"{PROBE_SYMBOL} {payload['price']} {payload.get('currency') or ''}".rstrip())
 
     async def check_page_fetch(self) -> CheckResult:
@@ -183,7 +212,12 @@ class Doctor:
         try:
             page = await fetcher.fetch(self.page_url)
         except PageUnreachable as exc:
-            return CheckResult("", "fail", f"{self.page_url}: {exc}", fix="Cited pages cannot be checked: allow outbound HTTPS, or set CITATION_VERIFY=0.")
+            return CheckResult(
+                "",
+                "fail",
+                f"{self.page_url}: {exc}",
+                fix="Cited pages cannot be checked: allow outbound HTTPS, or set CITATION_VERIFY=0.",
+            )
         finally:
             await fetcher.aclose()
         return CheckResult("", "ok", f"read {len(page.html):,} bytes of {page.url}")
@@ -194,12 +228,16 @@ class Doctor:
         pending = await sync_to_async(_unapplied_migrations, thread_sensitive=False)()
         vendor = connections[DEFAULT_DB_ALIAS].vendor
         if pending:
-            return CheckResult("", "fail", f"{vendor}: {len(pending)} migration(s) not applied", fix="Run: python manage.py migrate")
+            return CheckResult(
+                "", "fail", f"{vendor}: {len(pending)} migration(s) not applied", fix="Run: python manage.py migrate"
+            )
         return CheckResult("", "ok", f"{vendor}, migrations applied")
 
     async def check_redis(self) -> CheckResult:
         if not settings.REDIS_URL:
-            return CheckResult("", "skip", "REDIS_URL not set (events and limits stay in this process and the database)")
+            return CheckResult(
+                "", "skip", "REDIS_URL not set (events and limits stay in this process and the database)"
+            )
         from redis.exceptions import RedisError
 
         from chat.redis_client import redis_client

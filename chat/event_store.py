@@ -23,7 +23,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -150,7 +150,8 @@ redis.call('XADD', KEYS[2], seq .. '-1', 't', ARGV[2], 'd', ARGV[3])
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'closed', '1') end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('EXPIRE', KEYS[2], ARGV[5])
-redis.call('PUBLISH', ARGV[6], cjson.encode({channel = ARGV[7], event_type = ARGV[2], data = ARGV[3], pub_id = tostring(seq)}))
+redis.call('PUBLISH', ARGV[6], cjson.encode(
+    {channel = ARGV[7], event_type = ARGV[2], data = ARGV[3], pub_id = tostring(seq)}))
 return seq
 """
 
@@ -194,7 +195,11 @@ class RedisEventStore:
 
     async def read_after(self, run_id: uuid.UUID, last_id: int, limit: int = READ_BATCH) -> list[RunEventRecord]:
         _, stream = self._keys(run_id)
-        entries = await redis_client().xrange(stream, min=f"{last_id + 1}-0", max="+", count=limit)
+        # The client returns bytes (no decode_responses): entry ids like b"7-0", fields by their byte names.
+        entries = cast(
+            list[tuple[bytes, dict[bytes, bytes]]],
+            await redis_client().xrange(stream, min=f"{last_id + 1}-0", max="+", count=limit),
+        )
         return [
             RunEventRecord(int(entry_id.split(b"-")[0]), fields[b"t"].decode(), fields[b"d"].decode())
             for entry_id, fields in entries

@@ -18,7 +18,7 @@ import asyncio
 import re
 import signal
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from django_eventstream.event import Event
 from django_eventstream.utils import sse_encode_event
@@ -27,8 +27,7 @@ from django_eventstream.views import Listener, get_listener_manager
 from chat.event_store import READ_BATCH, EventRejected, RunEventRecord, encode, get_event_store
 from chat.models import run_channel
 
-
-__all__ = ["EventRejected", "RunEventRecord", "publish", "iter_run_events", "stream_run_events"]
+__all__ = ["EventRejected", "RunEventRecord", "iter_run_events", "publish", "stream_run_events"]
 
 TERMINAL_EVENTS = frozenset({"done", "error"})
 KEEPALIVE_SECONDS = 15.0
@@ -183,7 +182,9 @@ async def iter_run_events(
             woken = asyncio.ensure_future(listener.aevent.wait())
             drained = asyncio.ensure_future(draining.wait())
             try:
-                done, _ = await asyncio.wait({woken, drained}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    {woken, drained}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
             finally:
                 woken.cancel()
                 drained.cancel()
@@ -199,7 +200,7 @@ async def iter_run_events(
 
 async def stream_run_events(
     run_id: uuid.UUID, last_id: int, *, on_idle: Callable[[], Awaitable[object]] | None = None
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """SSE frames for the run after `last_id`, ending after the run's terminal event."""
     channel = run_channel(run_id)
     yield OPENING

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from functools import wraps
 from typing import Annotated, Literal
 
@@ -315,7 +315,10 @@ def parse_request(raw: bytes) -> ChatCompletionRequest:
         raise OpenAIError(400, f"{param}: {message}" if param else message, param=param) from exc
 
 
-_TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "function", "text", "image_url", "input_audio", "file", "refusal"})
+_TAGS = frozenset(
+    {"system", "developer", "user", "assistant", "tool", "function"}
+    | {"text", "image_url", "input_audio", "file", "refusal"}
+)
 
 
 def _param(location: tuple[str | int, ...]) -> str:
@@ -324,7 +327,8 @@ def _param(location: tuple[str | int, ...]) -> str:
     parts: list[str] = []
     previous: str | int | None = None
     for part in location:
-        branch = isinstance(part, str) and ("[" in part or part == "str" or (isinstance(previous, int) and part in _TAGS))
+        tagged = isinstance(previous, int) and part in _TAGS
+        branch = isinstance(part, str) and ("[" in part or part == "str" or tagged)
         if not branch:
             parts.append(str(part))
         previous = part
@@ -495,7 +499,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     try:
         run = await _store_and_start(caller, history=history, question=question, mode=body.mode)
     except QueueUnavailable as exc:
-        raise OpenAIError(503, "The question could not be queued; ask again.", type="server_error", code="queue_unavailable") from exc
+        message = "The question could not be queued; ask again."
+        raise OpenAIError(503, message, type="server_error", code="queue_unavailable") from exc
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)
@@ -561,10 +566,10 @@ async def _complete(pieces: AsyncGenerator[AnswerPiece, None], completion_id: st
     raise OpenAIError(502, "The run ended without an answer.", type="server_error", code="research_failed")
 
 
-def _frame(payload: BaseModel | dict[str, object] | str) -> str:
+def _frame(payload: BaseModel | Mapping[str, object] | str) -> str:
     if isinstance(payload, BaseModel):
         payload = payload.model_dump_json()
-    elif isinstance(payload, dict):
+    elif not isinstance(payload, str):
         payload = json.dumps(payload)
     return f"data: {payload}\n\n"
 

@@ -21,7 +21,11 @@ def redis_client() -> aioredis.Redis:
         for closed in [known for known in _clients if known.is_closed()]:
             del _clients[closed]
         pool = aioredis.BlockingConnectionPool.from_url(
-            settings.REDIS_URL, max_connections=REDIS_CONNECTIONS, timeout=30, socket_connect_timeout=2, socket_timeout=5
+            settings.REDIS_URL,
+            max_connections=REDIS_CONNECTIONS,
+            timeout=30,
+            socket_connect_timeout=2,
+            socket_timeout=5,
         )
         client = _clients[loop] = aioredis.Redis(connection_pool=pool)
     return client

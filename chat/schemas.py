@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from datascraper.schemas import Chart, CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
 from datascraper.llm.lifecycle import ModelLifecycleReport
+from datascraper.schemas import Chart, CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
 
 MAX_QUESTION_CHARS = 8000
 

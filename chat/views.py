@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import timedelta
-from collections.abc import AsyncIterator
 from functools import partial
 
-from django.utils import timezone
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
@@ -63,7 +63,7 @@ class RunEventStream(StreamingHttpResponse):
             self._slots.release()
 
 
-async def _opening_only() -> AsyncIterator[str]:
+async def _opening_only() -> AsyncGenerator[str, None]:
     yield OPENING
 
 

@@ -4,8 +4,9 @@ Under ASGI, `MiddlewareMixin` runs every `process_request`, `process_view` and `
 `sync_to_async`: for Django's usual stack that is 13 thread hops per request, each a round trip through the
 event loop and a thread that the request starts for itself. Under load the loop is busy with runs and
 streams, so a request waited for it 13 times (`benchmarks/request_cpu.py`: with the per-request threads of
-the API's own queries, 16 round trips and about 9 ms of CPU for one `GET /api/conversations`; now 4 and 4). The hooks of these middleware only read and write the request and the
-response in memory, so here they run inline. The two that can touch the database do so in a thread, as
+the API's own queries, 16 round trips and about 9 ms of CPU for one `GET /api/conversations`; now 4 and 4).
+The hooks of these middleware only read and write the request and the response in memory, so here they run
+inline. The two that can touch the database do so in a thread, as
 before, and only when they must: the session when it was changed and has to be saved, the messages when
 some were added or read. Served synchronously (the test client, WSGI) they behave exactly as Django's.
 
@@ -18,15 +19,16 @@ as the Django class it extends.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Awaitable, Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
-from django.core.checks import CheckMessage, Tags, register
-from django.core.checks.security import base as security_checks
-from django.core.checks.security import csrf as csrf_checks
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
+from django.core.checks import CheckMessage, Tags, register
+from django.core.checks.security import base as security_checks
+from django.core.checks.security import csrf as csrf_checks
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
@@ -40,8 +42,12 @@ from chat.callers import is_trusted_proxy
 class InlineHooks:
     """Mixed in before a `MiddlewareMixin` subclass whose hooks do no I/O of their own."""
 
+    # What the `MiddlewareMixin` after it in the MRO provides.
+    async_mode: bool
+    get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]]
+
     def __init__(self, get_response) -> None:
-        super().__init__(get_response)
+        super().__init__(get_response)  # type: ignore[call-arg]  # the next class is the MiddlewareMixin
         process_view = getattr(super(), "process_view", None)
         if self.async_mode and process_view is not None:
             # The handler wraps a plain process_view in sync_to_async; a coroutine it calls as it is.

@@ -100,9 +100,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         # synchronous=NORMAL: in WAL mode a commit no longer waits for a disk flush (a power cut may lose
         # the last commits, never corrupt the file), which is what lets hundreds of runs write at once.
-        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
-    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"research-chat-test-{os.getpid()}.sqlite3")}
+    test_database = Path(tempfile.gettempdir()) / f"research-chat-test-{os.getpid()}.sqlite3"
+    DATABASES["default"]["TEST"] = {"NAME": str(test_database)}
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 if IS_POSTGRES:
     # A pool per process: connections stay bounded however many requests, streams and runs are open

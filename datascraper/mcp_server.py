@@ -1,5 +1,5 @@
-"""`python -m datascraper.mcp_server`: the market data MCP server (Yahoo Finance and SEC filings) over stdio, or over streamable HTTP on
-127.0.0.1 with `--http --port N`.
+"""`python -m datascraper.mcp_server`: the market data MCP server (Yahoo Finance and SEC filings) over stdio,
+or over streamable HTTP on 127.0.0.1 with `--http --port N`.
 
 When DJANGO_SETTINGS_MODULE is set (the app starts the server with its own environment, secrets removed),
 Django is set up so the tools share the app's cache, Redis when REDIS_URL is set; otherwise the cache is

@@ -148,7 +148,7 @@ class ResearchConfig(BaseModel):
             "confidence_threshold": pick("RESEARCH_CONFIDENCE_THRESHOLD"),
             "confidence_weights": pick("RESEARCH_CONFIDENCE_WEIGHTS"),
         }
-        return cls(**{k: v for k, v in fields.items() if v is not None})
+        return cls.model_validate({k: v for k, v in fields.items() if v is not None})
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,7 @@ replaces each complete link with a numbered `[n]` marker naming a `Source`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass
 from datetime import date
@@ -249,7 +249,7 @@ class WebSearchStream:
             complete=self._complete,
         )
 
-    async def __aiter__(self) -> AsyncIterator[DeltaEvent]:
+    async def __aiter__(self) -> AsyncGenerator[DeltaEvent, None]:
         if self._started:
             raise RuntimeError("A WebSearchStream can be iterated only once.")
         self._started = True
@@ -266,7 +266,7 @@ class WebSearchStream:
             if self._ledger is not None:
                 self._ledger.record(self.model, self._usage)
 
-    async def _deltas(self, client: openai.AsyncOpenAI) -> AsyncIterator[DeltaEvent]:
+    async def _deltas(self, client: openai.AsyncOpenAI) -> AsyncGenerator[DeltaEvent, None]:
         # The raw response: the SDK still sends the request, retries it, bounds it with its timeout and
         # turns an error status into its named exception; only the events are read here. `input` and
         # `tools` are plain JSON already and go as they are: as typed parameters, the SDK's request

@@ -72,7 +72,8 @@ COMMON_TICKERS: dict[str, tuple[str, str]] = {
 # indexes, futures, commodities and crypto that happens to be some company's ticker (DOW, GOLD, BTC...).
 # Such a question goes to the model, which knows what the user meant.
 _NOT_TICKERS = frozenset(
-    "I A AN THE MY ME WE US OUR YOU YOUR HE SHE THEY THIS THAT USA UK EU CEO CFO CTO EPS PE ETF IPO GDP AI EV YTD TTM USD EUR GBP JPY CHF CNY CAD AUD NZD "
+    "I A AN THE MY ME WE US OUR YOU YOUR HE SHE THEY THIS THAT USA UK EU CEO CFO CTO EPS PE ETF IPO GDP AI EV YTD TTM "
+    "USD EUR GBP JPY CHF CNY CAD AUD NZD "
     "INR HKD SGD KRW MXN BRL SEK NOK ZAR RUB TRY ATH NYSE NASDAQ SEC FED FOMC IS IT OK API WHAT HOW DOW DJIA "
     "SPX SPY NDX VIX RUT DXY FTSE DAX CAC HSI TSX ES NQ YM RTY CL GC SI NG HG GOLD SILVER OIL WTI BRENT GAS BTC "
     "ETH SOL XRP DOGE ADA BNB DOT LTC AVAX LINK SHIB TRX XLM BCH USDT USDC".split()
@@ -92,38 +93,44 @@ _CURRENT = r"(?:current |latest |last |live )?"
 _PRICE = rf"{_CURRENT}(?:stock |share )?price"
 _ONE_SHARE = r"(?:(?:a|one) share of )?"
 _UP_DOWN = r"(?:up|down|green|red)(?: or (?:up|down))?"
-_MOVED = r"(?:moved?|changed?|gain(?:ed)?|lose|lost|fall(?:en)?|fell|rise|risen|rose|drop(?:ped)?|climb(?:ed)?|jump(?:ed)?)"
+_MOVED = (
+    r"(?:moved?|changed?|gain(?:ed)?|lose|lost|fall(?:en)?|fell|rise|risen|rose|drop(?:ped)?|climb(?:ed)?"
+    r"|jump(?:ed)?)"
+)
 _DAY_CHANGE = r"(?:(?:daily|day's|day|today's|percent|percentage|price) )*change"
 _MARKET_CAP = r"(?:market (?:cap|capitali[sz]ation|value|valuation)|mkt cap|mcap)"
 # A polite opening ("can you tell me", "give me") and a closing "please" change nothing.
 _ASK = r"(?:(?:can|could) you (?:please )?)?(?:(?:tell|give|show|get) me )?(?:please )?"
 # Whole questions, not keywords: anything beyond these shapes (a period, a product, a currency, a reason,
 # another figure) fails to match and goes to the model.
+_TEMPLATE_PATTERNS: tuple[tuple[QuoteFact, str], ...] = (
+    ("price", rf"{_WHAT_IS}(?:the )?{_PRICE} (?:of|for|on) {_ONE_SHARE}{_SUBJECT}{_SHARES}{_NOW}"),
+    ("price", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_SUBJECT} {_PRICE}{_NOW}"),
+    ("price", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_SUBJECT}{_SHARES} (?:trading at|(?:stock )?quote){_NOW}"),
+    ("price", rf"what(?:'s|’s| is| are) {_SUBJECT}{_SHARES} at{_NOW}"),
+    ("price", rf"(?:what price|at what price) (?:is|are) {_SUBJECT}{_SHARES} trading(?: at)?{_NOW}"),
+    ("price", rf"what (?:does|do) {_SUBJECT}{_SHARES} trade at{_NOW}"),
+    ("price", rf"where(?:'s|’s| is| are) {_SUBJECT}{_SHARES}(?: trading| at)?{_NOW}"),
+    (
+        "price",
+        rf"how much (?:is|are|does|do) {_ONE_SHARE}{_SUBJECT}{_SHARES}(?: cost| trading at| going for)?{_NOW}",
+    ),
+    ("price", rf"(?:a |the )?{_CURRENT}(?:stock )?quote (?:for |on |of )?{_SUBJECT}{_SHARES}{_NOW}"),
+    ("price", rf"price check (?:on|for) {_SUBJECT}{_SHARES}"),
+    ("change", rf"(?:is|are) {_SUBJECT}{_SHARES} {_UP_DOWN}{_TODAY}?"),
+    ("change", rf"did {_SUBJECT}{_SHARES} go {_UP_DOWN}{_TODAY}"),
+    ("change", rf"how much (?:is|are) {_SUBJECT}{_SHARES} {_UP_DOWN}{_TODAY}"),
+    ("change", rf"how much (?:has|have|did) {_SUBJECT}{_SHARES} {_MOVED}{_TODAY}"),
+    ("change", rf"how (?:is|are) {_SUBJECT}{_SHARES} (?:trading|moving){_NOW}"),
+    ("change", rf"{_WHAT_IS}(?:the )?{_SUBJECT}{_SHARES} {_DAY_CHANGE}{_TODAY}?"),
+    ("change", rf"{_WHAT_IS}(?:the )?{_DAY_CHANGE} (?:of|for|in) {_SUBJECT}{_SHARES}{_TODAY}?"),
+    ("market_cap", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_SUBJECT} {_MARKET_CAP}{_NOW}"),
+    ("market_cap", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_MARKET_CAP} (?:of|for) {_SUBJECT}{_NOW}"),
+    ("market_cap", rf"how (?:big|large|high) is {_SUBJECT} {_MARKET_CAP}{_NOW}"),
+    ("market_cap", rf"how much is {_SUBJECT} worth{_NOW}"),
+)
 _TEMPLATES: tuple[tuple[QuoteFact, re.Pattern[str]], ...] = tuple(
-    (fact, re.compile(rf"^{_ASK}{pattern}(?:,? please)?$", re.IGNORECASE))
-    for fact, pattern in (
-        ("price", rf"{_WHAT_IS}(?:the )?{_PRICE} (?:of|for|on) {_ONE_SHARE}{_SUBJECT}{_SHARES}{_NOW}"),
-        ("price", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_SUBJECT} {_PRICE}{_NOW}"),
-        ("price", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_SUBJECT}{_SHARES} (?:trading at|(?:stock )?quote){_NOW}"),
-        ("price", rf"what(?:'s|’s| is| are) {_SUBJECT}{_SHARES} at{_NOW}"),
-        ("price", rf"(?:what price|at what price) (?:is|are) {_SUBJECT}{_SHARES} trading(?: at)?{_NOW}"),
-        ("price", rf"what (?:does|do) {_SUBJECT}{_SHARES} trade at{_NOW}"),
-        ("price", rf"where(?:'s|’s| is| are) {_SUBJECT}{_SHARES}(?: trading| at)?{_NOW}"),
-        ("price", rf"how much (?:is|are|does|do) {_ONE_SHARE}{_SUBJECT}{_SHARES}(?: cost| trading at| going for)?{_NOW}"),
-        ("price", rf"(?:a |the )?{_CURRENT}(?:stock )?quote (?:for |on |of )?{_SUBJECT}{_SHARES}{_NOW}"),
-        ("price", rf"price check (?:on|for) {_SUBJECT}{_SHARES}"),
-        ("change", rf"(?:is|are) {_SUBJECT}{_SHARES} {_UP_DOWN}{_TODAY}?"),
-        ("change", rf"did {_SUBJECT}{_SHARES} go {_UP_DOWN}{_TODAY}"),
-        ("change", rf"how much (?:is|are) {_SUBJECT}{_SHARES} {_UP_DOWN}{_TODAY}"),
-        ("change", rf"how much (?:has|have|did) {_SUBJECT}{_SHARES} {_MOVED}{_TODAY}"),
-        ("change", rf"how (?:is|are) {_SUBJECT}{_SHARES} (?:trading|moving){_NOW}"),
-        ("change", rf"{_WHAT_IS}(?:the )?{_SUBJECT}{_SHARES} {_DAY_CHANGE}{_TODAY}?"),
-        ("change", rf"{_WHAT_IS}(?:the )?{_DAY_CHANGE} (?:of|for|in) {_SUBJECT}{_SHARES}{_TODAY}?"),
-        ("market_cap", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_SUBJECT} {_MARKET_CAP}{_NOW}"),
-        ("market_cap", rf"{_WHAT_IS}(?:the )?{_CURRENT}{_MARKET_CAP} (?:of|for) {_SUBJECT}{_NOW}"),
-        ("market_cap", rf"how (?:big|large|high) is {_SUBJECT} {_MARKET_CAP}{_NOW}"),
-        ("market_cap", rf"how much is {_SUBJECT} worth{_NOW}"),
-    )
+    (fact, re.compile(rf"^{_ASK}{pattern}(?:,? please)?$", re.IGNORECASE)) for fact, pattern in _TEMPLATE_PATTERNS
 )
 # A company named in words must be asked about as a stock for a price: "Apple price" may be a product's.
 _NAMED_PRICE_NEEDS = re.compile(r"\b(?:stock|shares?|trading|trade)\b", re.IGNORECASE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -354,11 +354,15 @@ class PlanEvent(_Event):
     sub_questions: list[PlannedSubQuestion] = Field(default_factory=list)
 
 
+StepState = Literal["started", "done", "failed", "fallback"]
+StepRoute = Literal["market_data", "web_search"]
+
+
 class StepEvent(_Event):
     type: Literal["step"] = "step"
     sub_question_id: str
-    state: Literal["started", "done", "failed", "fallback"]
-    route: Literal["market_data", "web_search"]
+    state: StepState
+    route: StepRoute
     elapsed_ms: int = 0
 
 
@@ -466,17 +470,15 @@ class CheckpointEvent(_Event):
 
 
 ResearchEvent = Annotated[
-    Union[
-        StatusEvent,
-        PlanEvent,
-        StepEvent,
-        RoundEvent,
-        DeltaEvent,
-        SourcesEvent,
-        ChartEvent,
-        VerificationEvent,
-        RunSummary,
-        CheckpointEvent,
-    ],
+    StatusEvent
+    | PlanEvent
+    | StepEvent
+    | RoundEvent
+    | DeltaEvent
+    | SourcesEvent
+    | ChartEvent
+    | VerificationEvent
+    | RunSummary
+    | CheckpointEvent,
     Field(discriminator="type"),
 ]

@@ -29,12 +29,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import caches
 from django.db.models import Count, Min, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django_ratelimit.core import get_usage
-
-from django.core.cache import caches
 
 from chat.callers import (
     Caller,

@@ -90,7 +90,8 @@ async def _ensure_started() -> None:
     loop = asyncio.get_running_loop()
     if _leases.keeper is None or _leases.keeper.done() or _leases.keeper.get_loop() is not loop:
         _leases.keeper = loop.create_task(_keep_leases(), name="run-leases")
-    if settings.REDIS_URL and (_leases.listener is None or _leases.listener.done() or _leases.listener.get_loop() is not loop):
+    listener = _leases.listener
+    if settings.REDIS_URL and (listener is None or listener.done() or listener.get_loop() is not loop):
         _leases.subscribed = asyncio.Event()
         _leases.listener = loop.create_task(_listen_for_cancels(_leases.subscribed), name="run-cancels")
     if _leases.subscribed is not None and settings.REDIS_URL:

@@ -83,6 +83,7 @@ async def sweep() -> None:
     for run_id in await db_call(_runs_to_resume):
         await enqueue_run(run_id)
     for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_WORKER_SECONDS):
+        assert job.id is not None  # a job read from the queue has its id
         await app.job_manager.finish_job_by_id_async(job.id, status=procrastinate_jobs.Status.FAILED, delete_job=False)
 
 

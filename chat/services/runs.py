@@ -318,7 +318,9 @@ async def _research(
     return summary
 
 
-async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research, *, hand_over: Callable | None = None) -> None:
+async def execute_run(
+    run_id: uuid.UUID, research: ResearchFn = run_research, *, hand_over: Callable | None = None
+) -> None:
     """Answer the run with a new attempt of this process, to the end or until it is stopped.
 
     Stopped by a cancel, the run ends `cancelled`; by this process's shutdown, it is handed over with
@@ -347,7 +349,9 @@ async def execute_run(run_id: uuid.UUID, research: ResearchFn = run_research, *,
         leases.unregister(run_id)
 
 
-async def _execute(attempt: Attempt, handle: leases.RunHandle, research: ResearchFn, hand_over: Callable | None) -> None:
+async def _execute(
+    attempt: Attempt, handle: leases.RunHandle, research: ResearchFn, hand_over: Callable | None
+) -> None:
     if attempt.exhausted:
         await fail(attempt, ATTEMPTS_EXHAUSTED, "", [])
         return
@@ -388,7 +392,9 @@ async def _cancel_requested(run_id: uuid.UUID) -> bool:
     return await db_call(lambda: ResearchRun.objects.filter(pk=run_id, cancel_requested=True).exists())
 
 
-async def _conclude(attempt: Attempt, outcome: RunSummary | RunFailure, deltas: DeltaCoalescer, sources: list[dict]) -> None:
+async def _conclude(
+    attempt: Attempt, outcome: RunSummary | RunFailure, deltas: DeltaCoalescer, sources: list[dict]
+) -> None:
     try:
         await deltas.flush()
         if isinstance(outcome, RunFailure):

@@ -5,11 +5,11 @@ network through them (an admin page on localhost, a cloud metadata address). Eve
 resolved here and every address it resolves to must be public: loopback, private, link-local, reserved,
 multicast, unspecified and other non-global ranges (IPv4 and IPv6; IPv4-mapped and 6to4 IPv6 judged by
 their IPv4; site-local IPv6 and the 6to4 relays) are refused, unless CITATION_FETCH_ALLOW_PRIVATE=1 (tests
-against local servers; the rule is a parameter of the fetcher, so a test can also let one local server count as public). The request then goes to
-the very address that was checked (the URL's host becomes it; the Host header and the TLS server name
-keep the name), so a DNS answer that changes between the check and the connection cannot slip a
-private address in. Redirects are not followed by the client: each `Location` is a new hop, checked the
-same way, at most `MAX_REDIRECTS` of them.
+against local servers; the rule is a parameter of the fetcher, so a test can also let one local server count
+as public). The request then goes to the very address that was checked (the URL's host becomes it; the Host
+header and the TLS server name keep the name), so a DNS answer that changes between the check and the
+connection cannot slip a private address in. Redirects are not followed by the client: each `Location` is a
+new hop, checked the same way, at most `MAX_REDIRECTS` of them.
 
 Each page has `timeout_s` to connect, for each read, and for all its hops together; its body is read up to
 `max_bytes` and no further (uncompressed bytes; the fetcher asks for no compression). Only HTML is read.

@@ -143,7 +143,7 @@ def judge_page(claim: str, page: SourceText) -> Judgement:
     if len(matched) < MIN_TERM_SHARE * len(terms):
         return Judgement("unsupported")
     if not anchors:
-        anchors = [position for position, word in zip(page.positions, page.word_stems) if word in matched]
+        anchors = [position for position, word in zip(page.positions, page.word_stems, strict=True) if word in matched]
     return Judgement("supported", page.passage(anchors, matched))
 
 
@@ -207,7 +207,7 @@ def _leaves(value: Any, label: str = "") -> Iterator[tuple[str, float | str]]:
         for key, item in value.items():
             if key == "lines" and periods is not None and isinstance(item, list):
                 for line in item:
-                    for period, number in zip(periods, line.get("values") or []):
+                    for period, number in zip(periods, line.get("values") or [], strict=False):
                         if isinstance(number, int | float) and not isinstance(number, bool):
                             yield f"{line.get('name', '')} {period}", number
             else:

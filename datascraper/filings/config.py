@@ -80,4 +80,4 @@ class FilingsConfig(BaseModel):
         """The settings the environment sets (blank counts as unset); the rest keep their defaults."""
         env = os.environ if environ is None else environ
         values = {field: env.get(variable, "").strip() for field, variable in _VARIABLES.items()}
-        return cls(**{field: value for field, value in values.items() if value})
+        return cls.model_validate({field: value for field, value in values.items() if value})

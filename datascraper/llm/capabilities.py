@@ -35,7 +35,7 @@ class ModelCapabilities:
         return bool(self.efforts)
 
 
-_CURRENT = ("none", "low", "medium", "high", "xhigh")
+_CURRENT: tuple[ReasoningEffort, ...] = ("none", "low", "medium", "high", "xhigh")
 # First match wins: a model id is matched without its "provider/" prefix and any date suffix.
 _TABLE: tuple[tuple[re.Pattern[str], ModelCapabilities], ...] = tuple(
     (re.compile(pattern), capabilities)

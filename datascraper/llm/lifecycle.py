@@ -69,7 +69,8 @@ def judge_model(setting: str, model: str, listed: dict[str, date | None], today:
         )
     shutdown = listed[model]
     if shutdown is None:
-        return ModelCheck(setting=setting, model=model, level="ok", message=f"'{model}' is live, no shutdown announced.")
+        message = f"'{model}' is live, no shutdown announced."
+        return ModelCheck(setting=setting, model=model, level="ok", message=message)
     if shutdown <= today:
         return ModelCheck(
             setting=setting,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from functools import lru_cache
+from functools import cache
 from typing import TypeVar
 
 import openai
@@ -27,7 +27,7 @@ class StructuredOutputInvalid(ResearchError):
     default_message = "The model returned an answer in an unexpected shape."
 
 
-@lru_cache(maxsize=None)
+@cache
 def text_format(schema: type[BaseModel]) -> ResponseFormatTextConfigParam:
     """The strict JSON schema `text.format` of a structured call, built once per schema: the SDK's
     `responses.parse(text_format=...)` builds it again on every call, which was a tenth of a research

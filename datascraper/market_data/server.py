@@ -21,9 +21,8 @@ from pydantic import Field, ValidationError
 
 from datascraper.filings.errors import FilingError
 from datascraper.filings.service import FilingsService
-from datascraper.filings.tools import FILING_TOOL_NAMES
+from datascraper.filings.tools import FILING_TOOL_NAMES, register_filing_tools
 from datascraper.filings.tools import INSTRUCTIONS as FILING_INSTRUCTIONS
-from datascraper.filings.tools import register_filing_tools
 from datascraper.market_data.errors import InvalidArgument, MarketDataError, MarketDataUpstreamError
 from datascraper.market_data.schemas import (
     AnalystRatings,

@@ -40,6 +40,7 @@ from datascraper.market_data.errors import (
 )
 from datascraper.market_data.schemas import (
     DEFAULT_NEWS_ITEMS,
+    ESSENTIAL_STATEMENT_LINES,
     MAX_NEWS_ITEMS,
     AnalystRatings,
     CompanyProfile,
@@ -59,7 +60,6 @@ from datascraper.market_data.schemas import (
     StatementFrequency,
     StatementKind,
     StatementLine,
-    ESSENTIAL_STATEMENT_LINES,
 )
 from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.market_data.values import (

@@ -19,8 +19,8 @@ from typing import Literal
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.errors import MarketDataError
+from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.schemas import Quote
 from datascraper.openai_search import WebSearchStream
 from datascraper.quality_logger import SpeculationOutcome
@@ -176,6 +176,7 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
         else:
             [result] = finding.results
             quote = result.result()
+            assert isinstance(quote, Quote)  # the quote tool's payload
             answer = compose_quote_answer(match, quote)
             if answer is None:
                 state.quote_fallback = "incomplete_quote"

@@ -89,10 +89,10 @@ def _charts_of(finding: Finding, numbers: dict[str, int]) -> list[ChartEvent]:
     histories = [(typed, n) for typed, n in numbered if isinstance(typed, PriceHistory)]
     statements = [(typed, n) for typed, n in numbered if isinstance(typed, FinancialStatement)]
     charts = []
-    for group in _by_currency(histories):
-        charts.extend(_price_chart(group))
-    for group in _by_currency(statements):
-        charts.extend(_statement_charts(group, finding.step.question, finding.fiscal_calendars))
+    for prices in _by_currency(histories):
+        charts.extend(_price_chart(prices))
+    for figures in _by_currency(statements):
+        charts.extend(_statement_charts(figures, finding.step.question, finding.fiscal_calendars))
     return charts
 
 

@@ -25,7 +25,7 @@ from datascraper.openai_search import WebSearchStream
 from datascraper.research_engine.fiscal_fetch import fetch_by_fiscal_period
 from datascraper.research_engine.periods import fiscal_ask, market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
-from datascraper.schemas import Route, StepEvent, SubQuestion, UsageLedger
+from datascraper.schemas import Route, StepEvent, StepRoute, StepState, SubQuestion, UsageLedger
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ async def answer_sub_question(
 def _failed(
     step: PlannedStep, emit: Emit, started: float, *, route: str, code: str, fallback_reason: str | None = None
 ) -> Finding:
-    public_route = "market_data" if route == "market_data" else "web_search"
+    public_route: StepRoute = "market_data" if route == "market_data" else "web_search"
     emit(_step(step, "failed", public_route, started))
     return Finding(
         step=step,
@@ -208,7 +208,7 @@ def _failed(
     )
 
 
-def _step(step: PlannedStep, state: str, route: str, started: float) -> StepEvent:
+def _step(step: PlannedStep, state: StepState, route: StepRoute, started: float) -> StepEvent:
     return StepEvent(sub_question_id=step.id, state=state, route=route, elapsed_ms=_ms(started))
 
 

@@ -202,12 +202,12 @@ def _statement_facts(statement: FinancialStatement, source: FactSource, question
     for line in lines_asked(question, statement.statement, set(values)):
         _line_facts(statement, line, source, book)
     if statement.statement == "income" and _MARGINS_ASKED.search(question):
-        asked = [margin for margin in _MARGINS if re.search(margin[2], question)] or list(_MARGINS)
-        for line, name, _ in asked:
+        margins = [margin for margin in _MARGINS if re.search(margin[2], question)] or list(_MARGINS)
+        for line, name, _ in margins:
             _margin_facts(statement, line, name, values, source, book)
     if statement.statement == "balance":
-        asked = [ratio for ratio in _RATIOS if re.search(ratio[3], question)] or list(_RATIOS)
-        for name, numerator, denominator, _ in asked:
+        ratios = [ratio for ratio in _RATIOS if re.search(ratio[3], question)] or list(_RATIOS)
+        for name, numerator, denominator, _ in ratios:
             _ratio_facts(statement, name, numerator, denominator, values, source, book)
 
 
@@ -370,6 +370,7 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
     """For each report asked: the EPS against its estimate, and against the report a year earlier where
     there is one (a report kept only as a base may be it)."""
     symbol = earnings.symbol
+    currency = earnings.currency or UNKNOWN_CURRENCY
     reported = [(event, event.eps_reported) for event in earnings.reported if event.eps_reported is not None]
     asked = [(event, eps) for event, eps in reported if event in earnings.asked_reported][:MAX_PERIOD_PAIRS]
     for k, (event, eps) in enumerate(asked):
@@ -381,7 +382,7 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
             formula = f"reported EPS - estimated EPS = {fmt(current.value)} - {fmt(estimate.value)}"
             surprise = current.value - estimate.value
             book.add(
-                _fact(label, surprise, earnings.currency or UNKNOWN_CURRENCY, "difference", formula, [current, estimate]),
+                _fact(label, surprise, currency, "difference", formula, [current, estimate]),
                 tier=HEADLINE if newest else OLDER,
             )
         for earlier, earlier_eps in reported:
@@ -398,11 +399,11 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
 
 def _history_facts(history: PriceHistory, source: FactSource, book: _FactBook) -> None:
     """The change in closing price over the range the history covers."""
-    closes = [bar for bar in history.bars if bar.close is not None]
+    closes = [(bar.date, bar.close) for bar in history.bars if bar.close is not None]
     if len(closes) < 2:
         return
-    base = _dated_input(history.symbol, "close", closes[0].date, closes[0].close, source)
-    current = _dated_input(history.symbol, "close", closes[-1].date, closes[-1].close, source)
+    base = _dated_input(history.symbol, "close", *closes[0], source)
+    current = _dated_input(history.symbol, "close", *closes[-1], source)
     span = f"{base.period} to {current.period}"
     book.add(
         _growth("growth", f"{history.symbol} closing price change, {span}", current, base),

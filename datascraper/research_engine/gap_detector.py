@@ -81,7 +81,11 @@ def known_contradictions(report: GapReport, findings: Sequence[Finding]) -> list
         kept.setdefault(
             key,
             Contradiction(
-                claim_a=claim_a, finding_a=finding_a, claim_b=claim_b, finding_b=finding_b, severity=contradiction.severity
+                claim_a=claim_a,
+                finding_a=finding_a,
+                claim_b=claim_b,
+                finding_b=finding_b,
+                severity=contradiction.severity,
             ),
         )
     return list(kept.values())

@@ -50,6 +50,7 @@ from datascraper.errors import (
     UpstreamTimeout,
 )
 from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.openai_search import clean_url
 from datascraper.quality_logger import (
     NumberCheck,
     RunRecord,
@@ -59,7 +60,6 @@ from datascraper.quality_logger import (
     log_signals,
     market_values,
 )
-from datascraper.openai_search import clean_url
 from datascraper.query_analyzer import analyze_query, match_fast_path
 from datascraper.research_engine.bypass import (
     QUOTE_STEP_ID,
@@ -68,8 +68,8 @@ from datascraper.research_engine.bypass import (
     answer_with_one_search,
 )
 from datascraper.research_engine.charts import charts_for
-from datascraper.research_engine.executor import execute_round
 from datascraper.research_engine.confidence import EvidenceAssessment, WeakArea, assess, targeted_follow_ups
+from datascraper.research_engine.executor import execute_round
 from datascraper.research_engine.gap_detector import detect_gaps, known_contradictions, run_limit_reached, stop_reason
 from datascraper.research_engine.state import (
     Finding,
@@ -81,6 +81,7 @@ from datascraper.research_engine.state import (
     plan_steps,
     today_in,
 )
+from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.research_engine.trace import (
     checked_confidence,
     low_confidence_note,
@@ -88,7 +89,6 @@ from datascraper.research_engine.trace import (
     run_confidence,
     trace_entry,
 )
-from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import (
     CheckpointEvent,
     Contradiction,
@@ -125,7 +125,10 @@ async def run_research(
         raise ProviderNotConfigured()
     state = RunState(query=query, config=config, today=today_in(query.timezone))
     try:
-        route = route_question(state) if resume_from is None else resume(state, ResearchCheckpoint.model_validate(resume_from))
+        if resume_from is None:
+            route = route_question(state)
+        else:
+            route = resume(state, ResearchCheckpoint.model_validate(resume_from))
         async for event in route:
             yield event
     except ResearchError as exc:
@@ -215,7 +218,9 @@ async def resume(state: RunState, saved: ResearchCheckpoint) -> AsyncIterator[Re
         yield event
 
 
-def checkpoint(state: RunState, next_steps: list[PlannedStep], *, asked: set[str], previous_score: float | None) -> CheckpointEvent:
+def checkpoint(
+    state: RunState, next_steps: list[PlannedStep], *, asked: set[str], previous_score: float | None
+) -> CheckpointEvent:
     assert state.plan is not None
     saved = ResearchCheckpoint(
         plan=state.plan,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
@@ -213,7 +213,8 @@ class Deadline:
         The bound is on each step rather than around the caller's loop: a timeout spanning a `yield`
         would cancel whatever the consumer is doing at that moment instead of the stream.
         """
-        async with aclosing(aiter(events)) as iterator:
+        # The streams bounded here are async generators: closing one closes its HTTP stream now.
+        async with aclosing(cast(AsyncGenerator[T, None], aiter(events))) as iterator:
             while True:
                 try:
                     async with asyncio.timeout(self.remaining()) as bound:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from datetime import date
 
@@ -272,7 +272,7 @@ class Synthesis:
     def text(self) -> str:
         return "".join(self._text)
 
-    async def __aiter__(self) -> AsyncIterator[DeltaEvent]:
+    async def __aiter__(self) -> AsyncGenerator[DeltaEvent, None]:
         try:
             async with aclosing(self._stream.__aiter__()) as deltas:
                 async for delta in deltas:

@@ -53,7 +53,7 @@ async def test_questions_from_fresh_sessions_are_held_by_the_address_rate(live_s
 
         responses = await asyncio.gather(*(first_question(b, f"Question {n}") for n, b in enumerate(browsers)))
 
-        accepted = [(b, r) for b, r in zip(browsers, responses) if r.status_code == 202]
+        accepted = [(b, r) for b, r in zip(browsers, responses, strict=True) if r.status_code == 202]
         for browser, response in accepted:
             await wait_finished(browser, response.json()["run_id"])
 

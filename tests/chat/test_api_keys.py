@@ -6,8 +6,8 @@ import hashlib
 from io import StringIO
 
 import httpx2
-from asgiref.sync import sync_to_async
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 

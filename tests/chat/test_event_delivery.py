@@ -101,7 +101,7 @@ async def test_a_watcher_that_keeps_up_is_sent_each_event_without_reading_the_st
 
     for text in ("Apple ", "grew ", "8% [1]."):
         await publish(run.id, 1, "delta", {"text": text})
-        await until(lambda: received[-1].type == "delta" and received[-1].data["text"] == text)
+        await until(lambda text=text: received[-1].type == "delta" and received[-1].data["text"] == text)
     await publish(run.id, 1, "done", {"message_id": "m", "run_id": str(run.id), "signals": {}}, final=True)
     await asyncio.wait_for(watcher, 5)
 

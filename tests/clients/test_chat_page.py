@@ -14,8 +14,8 @@ import os
 import re
 import threading
 import uuid
-from datetime import date
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 

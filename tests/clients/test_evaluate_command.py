@@ -173,7 +173,7 @@ def test_ctrl_c_stops_with_the_finished_rows_logged_and_a_second_run_resumes(
     out = tmp_path / "run"
     command = [sys.executable, "manage.py", "evaluate", str(question_set), "--out", str(out), "--no-judge"]
     child = subprocess.Popen(
-        command + ["--concurrency", "1"],
+        [*command, "--concurrency", "1"],
         cwd=settings.BASE_DIR,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
@@ -185,7 +185,7 @@ def test_ctrl_c_stops_with_the_finished_rows_logged_and_a_second_run_resumes(
     while not (results.exists() and results.read_text().count("\n") == 1) and time.monotonic() < deadline:
         time.sleep(0.05)
     child.send_signal(signal.SIGINT)
-    stdout, stderr = child.communicate(timeout=30)
+    _, stderr = child.communicate(timeout=30)
 
     assert child.returncode == 130, stderr
     assert "interrupted" in stderr and "run the same command again to resume" in stderr

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.server import build_server
+from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from tests.fakes.yfinance import FakeYahoo
 

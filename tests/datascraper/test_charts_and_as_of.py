@@ -25,13 +25,11 @@ from datascraper.research_engine.state import Finding, PlannedStep
 from datascraper.schemas import ChartEvent, Source
 from tests.datascraper.conftest import MARKET_NOW
 from tests.datascraper.research_support import (
-    gaps,
     is_synthesis,
     of_type,
     requests_of,
     run,
     script_analysis,
-    script_gaps,
     script_synthesis,
     searched,
     sub,

@@ -66,7 +66,7 @@ FIVE_CREDIBLE_DOMAINS = [
     web(
         "q2", "What did Apple guide for?",
         "https://investor.apple.com/b", "https://www.ft.com/c", "https://www.bloomberg.com/d",
-    ),  # fmt: skip
+    ),
 ]
 
 

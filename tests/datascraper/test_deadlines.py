@@ -15,9 +15,8 @@ from pydantic import ValidationError
 from datascraper.errors import DeadlineExceeded, UpstreamTimeout
 from datascraper.llm import parse_structured
 from datascraper.models_config import ResearchConfig
-from datascraper.research_engine import run_research
 from datascraper.research_engine.state import Deadline
-from datascraper.schemas import GapReport, QueryAnalysis, ResearchQuery, SourcesEvent, UsageLedger
+from datascraper.schemas import GapReport, QueryAnalysis, SourcesEvent, UsageLedger
 from tests.datascraper.research_support import (
     CORROBORATING,
     answer_text,

@@ -107,7 +107,7 @@ def test_manage_py_check_warns_of_a_shutdown_and_fails_on_a_retired_model(fake_o
     assert "'gpt-5-mini' shuts down on 2026-12-11" in capsys.readouterr().err
 
     research_env(RESEARCH_MODEL="gpt-5.2-chat-latest")
-    with pytest.raises(SystemCheckError, match="'gpt-5.2-chat-latest' .*RESEARCH_MODEL"):
+    with pytest.raises(SystemCheckError, match=r"'gpt-5\.2-chat-latest' .*RESEARCH_MODEL"):
         call_command("check")
 
 

@@ -137,7 +137,7 @@ async def test_text_is_yielded_while_the_answer_is_still_being_written(fake_open
     stream = WebSearchStream("How did Apple do?")
     deltas_before_end = 0
 
-    async for delta in stream:
+    async for _ in stream:
         if fake_openai.requests[0].ended_at is None:
             deltas_before_end += 1
 

@@ -7,18 +7,29 @@ import logging
 
 import pytest
 
+from datascraper.errors import UpstreamError
 from datascraper.quality_logger import (
     RunRecord,
     SubQuestionOutcome,
+    check_numbers,
     citation_integrity,
     compute_signals,
     log_signals,
-    check_numbers,
     market_values,
 )
-from datascraper.errors import UpstreamError
 from datascraper.schemas import ModelUsage, Source, UsageLedger
-from tests.datascraper.research_support import CORROBORATING, gaps, is_gap_report, run, script_analysis, script_gaps, script_synthesis, searched, sub, summary_of
+from tests.datascraper.research_support import (
+    CORROBORATING,
+    gaps,
+    is_gap_report,
+    run,
+    script_analysis,
+    script_gaps,
+    script_synthesis,
+    searched,
+    sub,
+    summary_of,
+)
 from tests.fakes.openai_server import ErrorReply, JsonReply, Sentence, TextReply
 
 YAHOO = Source(n=1, title="Yahoo Finance — AAPL quote", url="https://finance.yahoo.com/quote/AAPL", kind="market_data")

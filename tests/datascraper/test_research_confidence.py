@@ -30,7 +30,6 @@ from tests.datascraper.research_support import (
     searched,
     sub,
     summary_of,
-    well_sourced,
 )
 from tests.fakes.openai_server import JsonReply, Sentence, TextReply, Usage
 

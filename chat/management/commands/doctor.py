@@ -14,12 +14,17 @@ MARKS = {"ok": "✓", "warn": "!", "fail": "✗", "skip": "-"}
 
 
 class Command(BaseCommand):
-    help = "Check that this set-up can answer: the key, the models, web search, Yahoo, citations, the database, Redis, workers."
+    help = (
+        "Check that this set-up can answer: the key, the models, web search, Yahoo, citations, the database, "
+        "Redis, workers."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="One JSON object with every check, for scripts.")
         parser.add_argument(
-            "--page-url", default=DEFAULT_PAGE_URL, help=f"The public page the citation fetcher reads (default {DEFAULT_PAGE_URL})."
+            "--page-url",
+            default=DEFAULT_PAGE_URL,
+            help=f"The public page the citation fetcher reads (default {DEFAULT_PAGE_URL}).",
         )
         parser.add_argument(
             "--timeout", type=float, default=CHECK_TIMEOUT_S, help=f"Seconds per check (default {CHECK_TIMEOUT_S:g})."

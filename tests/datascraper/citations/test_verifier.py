@@ -10,7 +10,8 @@ import pytest
 from datascraper.citations import MarketEvidence, verify_citations
 from datascraper.models_config import ResearchConfig
 from datascraper.schemas import Source
-from tests.datascraper.citations.test_support import EVIDENCE, SOURCE as MARKET_SOURCE
+from tests.datascraper.citations.test_support import EVIDENCE
+from tests.datascraper.citations.test_support import SOURCE as MARKET_SOURCE
 from tests.fakes.page_server import FakePageServer, article
 
 CONFIG = ResearchConfig(citation_fetch_allow_private=True)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import pytest
 
 from datascraper.evaluation.judge import Judge, judge_model
+from datascraper.evaluation.questions import RubricItem
 from datascraper.evaluation.results import CriterionGrade, JudgeVerdict
 from datascraper.evaluation.runner import evaluate_question
-from datascraper.evaluation.questions import RubricItem
 from datascraper.models_config import ResearchConfig
 from tests.datascraper.evaluation.support import is_judge, question, router, summary
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, JsonReply
-
 
 PARTIAL = JudgeVerdict(
     criteria=[

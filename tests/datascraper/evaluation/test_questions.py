@@ -101,7 +101,7 @@ def test_a_broken_jsonl_set_is_refused_naming_the_problem(tmp_path: Path, conten
 
 
 def test_another_file_type_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(QuestionSetInvalid, match="a .jsonl or a .csv"):
+    with pytest.raises(QuestionSetInvalid, match=r"a \.jsonl or a \.csv"):
         load_questions(tmp_path / "set.xlsx")
 
 

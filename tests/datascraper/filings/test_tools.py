@@ -339,7 +339,7 @@ async def test_a_throttled_sec_is_rate_limited_after_backing_off(
 ) -> None:
     fake_sec.throttle(times=3)
 
-    code, text = error_of(await mcp_client.call_tool("get_filings", {"ticker": "AAPL"}))
+    code, _ = error_of(await mcp_client.call_tool("get_filings", {"ticker": "AAPL"}))
 
     assert code == "rate_limited"
     assert fake_sec.paths(429) == ["/files/company_tickers.json"] * 3

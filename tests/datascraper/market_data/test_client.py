@@ -14,7 +14,9 @@ from mcp.client.stdio import StdioServerParameters
 from datascraper.errors import ResearchError
 from datascraper.market_data import session as session_module
 from datascraper.market_data.cache import TTLCache
+from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
 from datascraper.market_data.fetch import MAX_TICKERS, fetch_market_data
+from datascraper.market_data.server import MarketDataServer, build_server
 from datascraper.market_data.session import (
     MarketDataClient,
     close_market_data_client,
@@ -22,8 +24,6 @@ from datascraper.market_data.session import (
     get_market_data_client,
     set_market_data_client,
 )
-from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
-from datascraper.market_data.server import MarketDataServer, build_server
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.schemas import MarketDataKind
 from tests.fakes.yfinance import FakeYahoo

@@ -11,6 +11,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from datascraper.market_data import session as session_module
+from datascraper.market_data.errors import MarketDataUnavailable
 from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.session import (
     PROJECT_ROOT,
@@ -18,7 +19,6 @@ from datascraper.market_data.session import (
     default_server_target,
     get_market_data_client,
 )
-from datascraper.market_data.errors import MarketDataUnavailable
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.processes import free_port, wait_for_port
 

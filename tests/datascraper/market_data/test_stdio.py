@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from datascraper import mcp_server
+from datascraper.market_data.errors import MarketDataUnavailable
 from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.session import (
     PROJECT_ROOT,
@@ -21,7 +22,6 @@ from datascraper.market_data.session import (
     child_environment,
     set_market_data_client,
 )
-from datascraper.market_data.errors import MarketDataUnavailable
 from tests.datascraper.market_data.support import ERROR_CASES, launcher_parameters
 from tests.datascraper.market_data.test_tools import TOOL_CALLS, error_of
 from tests.processes import free_port, wait_for_port

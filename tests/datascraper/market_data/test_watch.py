@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from datascraper.market_data import session as session_module
-from datascraper.market_data.session import MarketDataClient, set_market_data_client, warm_up_market_data
 from datascraper.market_data.errors import MarketDataTimeout
+from datascraper.market_data.session import MarketDataClient, set_market_data_client, warm_up_market_data
 from datascraper.models_config import get_research_config
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.datascraper.market_data.test_stdio import is_running, read_pid
