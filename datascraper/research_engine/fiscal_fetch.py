@@ -28,7 +28,8 @@ from datascraper.market_data.schemas import (
 )
 from datascraper.research_engine.as_of import period_label
 from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalCalendar, infer_calendar
-from datascraper.research_engine.periods import FISCAL_DATA, resolve_fiscal
+from datascraper.research_engine.period_wording import FISCAL_DATA
+from datascraper.research_engine.periods import resolve_fiscal
 from datascraper.schemas import MarketDataKind
 
 # The statement whose period ends give a company's fiscal calendar: its fiscal year ends.

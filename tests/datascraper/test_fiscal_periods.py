@@ -26,13 +26,8 @@ from datascraper.research_engine.executor import SubQuestionAttempt, answer_sub_
 from datascraper.research_engine.facts import compute_facts
 from datascraper.research_engine.fiscal_calendar import FiscalPeriodRef, infer_calendar
 from datascraper.research_engine.fiscal_fetch import fetch_by_fiscal_period
-from datascraper.research_engine.periods import (
-    fiscal_ask,
-    market_data_request,
-    read_fiscal_wording,
-    read_wording,
-    resolve_fiscal,
-)
+from datascraper.research_engine.period_wording import read_fiscal_wording, read_wording
+from datascraper.research_engine.periods import fiscal_ask, market_data_request, resolve_fiscal
 from datascraper.research_engine.state import Finding, plan_steps
 from datascraper.schemas import Source, SubQuestion, UsageLedger
 from tests.datascraper.research_support import (
