@@ -305,6 +305,7 @@ async def cancelled_speculation(fake: FakeOpenAIServer, runs: int) -> tuple[list
 async def fresh_process_child() -> None:
     """In a child process: start as the web process does, ask once it reports ready, ask again; print the
     figures."""
+    os.environ.setdefault("DJANGO_DEBUG", "1")  # a development start, as `make run` is: DEBUG off needs a secret key
     from config.asgi import MarketDataLifespan  # sets Django up, as the ASGI server's import of the app does
 
     with FakeOpenAIServer() as fake:
