@@ -36,6 +36,8 @@ CHECK_TIMEOUT_S = 30.0
 _STATUS_OF_LEVEL: dict[str, Status] = {"ok": "ok", "warning": "warn", "error": "fail"}
 DEFAULT_PAGE_URL = "https://www.example.com/"
 PROBE_SYMBOL = "AAPL"
+YAHOO_FIX = "Yahoo may be rate limiting this address, or the network is down; try again later."
+SEC_FIX = "The SEC may be throttling this address (10 requests a second from all processes); try again later."
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Doctor:
         await self._timed("web search", self.check_web_search, needs_key=True)
         await self._timed("Yahoo quote", self.check_quote)
         await self._timed("Yahoo statement", self.check_statement)
+        await self._timed("SEC filings", self.check_sec)
         await self._timed("citation fetcher", self.check_page_fetch)
         await self._timed("database", self.check_database)
         await self._timed("Redis", self.check_redis)
@@ -172,36 +175,41 @@ class Doctor:
     # --- data sources --------------------------------------------------------------------------------
 
     async def check_quote(self) -> CheckResult:
-        return await self._market_tool("get_quote", {"symbol": PROBE_SYMBOL}, "price")
+        outcome = await self._tool("get_quote", {"symbol": PROBE_SYMBOL}, fix=YAHOO_FIX)
+        if isinstance(outcome, CheckResult):
+            return outcome
+        return CheckResult("", "ok", f"{PROBE_SYMBOL} {outcome['price']} {outcome.get('currency') or ''}".rstrip())
 
     async def check_statement(self) -> CheckResult:
         arguments = {"symbol": PROBE_SYMBOL, "statement": "income", "frequency": "quarterly"}
-        return await self._market_tool("get_financial_statement", arguments, "periods")
+        outcome = await self._tool("get_financial_statement", arguments, fix=YAHOO_FIX)
+        if isinstance(outcome, CheckResult):
+            return outcome
+        return CheckResult("", "ok", f"{PROBE_SYMBOL} quarterly income statement, {len(outcome['periods'])} periods")
 
-    async def _market_tool(self, tool: str, arguments: dict[str, Any], expected: str) -> CheckResult:
+    async def check_sec(self) -> CheckResult:
+        outcome = await self._tool("get_filings", {"ticker": PROBE_SYMBOL, "limit": 1}, fix=SEC_FIX)
+        if isinstance(outcome, CheckResult):
+            if outcome.detail.startswith(f"get_filings({PROBE_SYMBOL}): not_configured"):
+                return CheckResult("", "skip", "SEC_USER_AGENT not set: the filing tools answer not_configured")
+            return outcome
+        newest = outcome["filings"][0] if outcome["filings"] else None
+        if newest is None:
+            return CheckResult("", "warn", f"the SEC lists no filings of {PROBE_SYMBOL}", fix=SEC_FIX)
+        return CheckResult("", "ok", f"{PROBE_SYMBOL}'s latest filing: {newest['form']} filed {newest['filed']}")
+
+    async def _tool(self, tool: str, arguments: dict[str, Any], *, fix: str) -> dict[str, Any] | CheckResult:
+        """The tool's structured result, or the failed check saying why (the tool's own `code: sentence`)."""
         try:
             result = await get_market_data_client().call_tool(tool, arguments, timeout_s=self.timeout_s)
         except MarketDataError as exc:
             return CheckResult(
-                "",
-                "fail",
-                f"{exc.code}: {exc.message}",
-                fix="Check the network to Yahoo Finance, or MARKET_DATA_MCP_URL.",
+                "", "fail", f"{exc.code}: {exc.message}", fix="Check the market data server (MARKET_DATA_MCP_URL)."
             )
-        payload = result.structured_content or {}
-        if result.is_error or expected not in payload:
+        if result.is_error or not result.structured_content:
             text = " ".join(getattr(part, "text", "") for part in result.content)[:160]
-            return CheckResult(
-                "",
-                "fail",
-                f"{tool}({PROBE_SYMBOL}): {text or 'no data'}",
-                fix="Yahoo may be rate limiting this address; try again later.",
-            )
-        if expected == "periods":
-            return CheckResult(
-                "", "ok", f"{PROBE_SYMBOL} quarterly income statement, {len(payload['periods'])} periods"
-            )
-        return CheckResult("", "ok", f"{PROBE_SYMBOL} {payload['price']} {payload.get('currency') or ''}".rstrip())
+            return CheckResult("", "fail", f"{tool}({PROBE_SYMBOL}): {text or 'no data'}", fix=fix)
+        return result.structured_content
 
     async def check_page_fetch(self) -> CheckResult:
         fetcher = PageFetcher(

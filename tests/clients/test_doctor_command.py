@@ -4,6 +4,7 @@ is one ✗ line with its fix and a non-zero exit status."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import date
 from io import StringIO
 
@@ -11,9 +12,18 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from tests.datascraper.conftest import market_data, market_data_down  # noqa: F401  (the fixtures)
+from datascraper.filings.client import SecClient
+from datascraper.filings.config import FilingsConfig
+from datascraper.filings.service import FilingsService
+from datascraper.market_data.cache import TTLCache
+from datascraper.market_data.server import build_server
+from datascraper.market_data.session import MarketDataClient, set_market_data_client
+from datascraper.market_data.yahoo import YahooFinanceAdapter
+from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
 from tests.fakes.openai_server import JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article
+from tests.fakes.sec_server import FakeSecServer
+from tests.fakes.yfinance import FakeYahoo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,6 +64,7 @@ def test_every_check_passes_against_a_working_set_up(provider, market_data, publ
         assert lines[name].startswith("✓"), lines[name]
     assert "gpt-5.4 searched and cited 2 page(s)" in lines["web search"]
     assert "AAPL quarterly income statement" in lines["Yahoo statement"]
+    assert lines["SEC filings"].startswith("-") and "SEC_USER_AGENT not set" in lines["SEC filings"]
     assert lines["workers"].startswith("-")  # in-process runs: no workers to check
 
 
@@ -131,3 +142,27 @@ def test_the_queue_without_a_live_worker_fails_with_the_command_to_start_one(pro
 
     assert status == 1
     assert lines_by_name(output)["workers"].startswith("✗ workers") and "fix: Start one: python manage.py runworker" in output
+
+
+@pytest.fixture
+def market_data_with_sec() -> Iterator[FakeSecServer]:
+    """The process-wide market data client, its filing tools pointed at the fake SEC."""
+    with FakeSecServer() as sec:
+        config = FilingsConfig(user_agent="Finance Research Tests ops@example.com", data_url=sec.data_url, www_url=sec.www_url)
+        server = build_server(
+            YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache(), timeout_s=2, now=lambda: MARKET_NOW),
+            FilingsService(SecClient(config, cache=TTLCache())),
+        )
+        client = MarketDataClient(server, call_timeout_s=10)
+        previous = set_market_data_client(client)
+        yield sec
+        set_market_data_client(previous)
+        client.close()
+
+
+def test_the_sec_check_reads_a_filing_when_a_user_agent_is_set(provider, market_data_with_sec, public_page):
+    output, status = doctor("--page-url", public_page)
+
+    line = lines_by_name(output)["SEC filings"]
+    assert status == 0
+    assert line.startswith("✓ SEC filings") and "AAPL's latest filing: " in line
