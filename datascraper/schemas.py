@@ -27,7 +27,7 @@ Mode = Literal["auto", "quick", "research"]
 Phase = Literal["analyzing", "researching", "evaluating", "synthesizing"]
 SubQuestionType = Literal["numerical", "qualitative", "analytical"]
 Route = Literal["market_data", "web_search", "synthesis"]
-SourceKind = Literal["web", "market_data"]
+SourceKind = Literal["web", "market_data", "filing"]
 # Who publishes a web source, as `research_engine.source_types` classifies its address.
 DomainType = Literal["regulator", "exchange", "company_ir", "government", "academic", "major_news", "blog", "other"]
 MarketDataKind = Literal[
@@ -77,6 +77,12 @@ class Source(BaseModel):
     # annotations carry no date) and who publishes it. Left out of the JSON when unknown.
     published: date | None = Field(default=None, exclude_if=lambda value: value is None)
     domain_type: DomainType | None = Field(default=None, exclude_if=lambda value: value is None)
+    # Filings only (`kind: "filing"`): the SEC form (10-K, 10-Q, 8-K, 4, ...), the period it reports on (its
+    # fiscal label, "FY2024" or "Q1 FY2025", or the event's or trade's day for an 8-K or a Form 4) and the
+    # day it was filed.
+    form: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    period: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    filed: date | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 FactKind = Literal["growth", "yoy_growth", "cagr", "change", "difference", "margin", "ratio"]
