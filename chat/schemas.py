@@ -49,7 +49,7 @@ class SourceOut(BaseModel):
     n: int
     title: str
     url: str
-    kind: Literal["web", "market_data"]
+    kind: Literal["web", "market_data", "filing"]
     as_of: str | None = Field(
         default=None,
         exclude_if=lambda value: value is None,  # as in the run's `sources` event
@@ -65,6 +65,22 @@ class SourceOut(BaseModel):
         exclude_if=lambda value: value is None,
         description="Web: who publishes it: regulator, exchange, company_ir, government, academic, major_news, "
         "blog or other.",
+    )
+    form: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Filing: the SEC form, e.g. 10-K, 10-Q, 8-K or 4.",
+    )
+    period: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Filing: the period it reports on: a fiscal label (FY2024, Q1 FY2025), or the ISO day of "
+        "an 8-K's event or a Form 4's trade.",
+    )
+    filed: date | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Filing: the day it was filed.",
     )
 
 
@@ -130,9 +146,7 @@ class RunOut(BaseModel):
     usage: dict
     signals: dict
     facts: list[Fact] = Field(description="Figures computed in code from the market data, each with its inputs.")
-    charts: list[Chart] = Field(
-        description="The run's `chart` events, as sent, so a reopened answer draws them again."
-    )
+    charts: list[Chart] = Field(description="The run's `chart` events, as sent, so a reopened answer draws them again.")
     verification: list[CitationCheck] = Field(
         description="Each [n] marker of the answer checked against its source; empty when not verified."
     )

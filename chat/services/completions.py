@@ -8,6 +8,7 @@ cancellable, and costs exactly what a chat-page question costs.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -66,14 +67,46 @@ def start_completion(caller: Caller, *, history: Sequence[ChatTurn], question: s
     return post_user_message(conversation, content=question, mode=mode)
 
 
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def filing_details(source: Source) -> list[str]:
+    """What a filing source says of itself, as the chat page shows it: ["10-Q", "Q1 FY2025", "filed 2025-01-31"].
+
+    A form that is a number alone reads "Form 4"; a period that is a day (an 8-K's event, a Form 4's
+    trade) says which.
+    """
+    form = source.form or ""
+    parts = [f"Form {form}" if re.fullmatch(r"\d+(/A)?", form) else form] if form else []
+    if source.period:
+        if not ISO_DAY.fullmatch(source.period):
+            what = ""
+        elif form.startswith("8-K"):
+            what = "event "
+        elif re.fullmatch(r"4(/A)?", form):
+            what = "trade "
+        else:
+            what = "period "
+        parts.append(f"{what}{source.period}")
+    if source.filed:
+        parts.append(f"filed {source.filed.isoformat()}")
+    return parts
+
+
+def _source_details(source: Source) -> str:
+    """What follows a source's address: "(as of 2025-06-13)" for market data, "(10-K, FY2024, filed 2024-11-01)"
+    for a filing, nothing for the web."""
+    if source.kind == "filing":
+        details = filing_details(source)
+        return f" ({', '.join(details)})" if details else ""
+    return f" (as of {source.as_of})" if source.as_of else ""
+
+
 def format_sources(sources: Sequence[Source]) -> str:
     """The numbered list that follows an answer, so `[n]` markers resolve in any plain-text client."""
     if not sources:
         return ""
-    lines = [
-        f"[{source.n}] {source.title} — {source.url}" + (f" (as of {source.as_of})" if source.as_of else "")
-        for source in sources
-    ]
+    lines = [f"[{source.n}] {source.title} — {source.url}{_source_details(source)}" for source in sources]
     return "\n\nSources:\n" + "\n".join(lines)
 
 

@@ -23,7 +23,7 @@
 
   const { httpUrl, element, button, externalLink, download, replaceMatches } = window.ChatDom;
   const { Figure } = window.ChatFigures;
-  const { answerMarkdown, reportMarkdown, chartCsv, fileStem } = window.ChatExport;
+  const { answerMarkdown, reportMarkdown, chartCsv, fileStem, filingDetails } = window.ChatExport;
   const Trust = window.ChatTrust;
 
   const PHASES = ["analyzing", "researching", "evaluating", "synthesizing"];
@@ -223,9 +223,11 @@
     target.replaceChildren(fragment);
   }
 
-  /** "market data, as of 2025-06-30" or "web · regulator · published 2025-01-02". */
+  /** "market data, as of 2025-06-30", "web · regulator · published 2025-01-02" or
+   * "SEC filing · 10-Q · Q1 FY2025 · filed 2025-01-31". */
   function sourceKind(source) {
     if (source.kind === "market_data") return source.as_of ? `market data, as of ${source.as_of}` : "market data";
+    if (source.kind === "filing") return ["SEC filing", ...filingDetails(source)].join(" · ");
     const parts = ["web"];
     if (source.domain_type) parts.push(DOMAIN_LABELS[source.domain_type] || source.domain_type);
     if (source.published) parts.push(`published ${source.published}`);

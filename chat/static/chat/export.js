@@ -74,15 +74,33 @@ window.ChatExport = (() => {
     return restored;
   }
 
+  /** What a filing source says of itself, in order: ["10-Q", "Q1 FY2025", "filed 2025-01-31"]. A form
+   * that is a number alone reads "Form 4"; a period that is a day (an 8-K's event, a Form 4's trade) says
+   * which. Shared with the page's source list, which joins the parts as its other kinds' are. */
+  function filingDetails(source) {
+    const form = source.form || "";
+    const parts = [];
+    if (form) parts.push(/^\d+(\/A)?$/.test(form) ? `Form ${form}` : form);
+    if (source.period) {
+      const day = /^\d{4}-\d{2}-\d{2}$/.test(source.period);
+      const what = !day ? "" : /^8-K/.test(form) ? "event " : /^4(\/A)?$/.test(form) ? "trade " : "period ";
+      parts.push(`${what}${source.period}`);
+    }
+    if (source.filed) parts.push(`filed ${source.filed}`);
+    return parts;
+  }
+
   function sourceDetails(source) {
     if (source.kind === "market_data") return source.as_of ? `market data, as of ${source.as_of}` : "market data";
+    if (source.kind === "filing") return ["SEC filing", ...filingDetails(source).map(markdownText)].join(", ");
     const parts = ["web"];
     if (source.domain_type) parts.push(source.domain_type.replace(/_/g, " "));
     if (source.published) parts.push(`published ${source.published}`);
     return parts.join(", ");
   }
 
-  /** `- [n] [Title](url) — market data, as of 2025-06-13`: the numbers the answer's `[n]` markers cite. */
+  /** `- [n] [Title](url) — market data, as of 2025-06-13` (or `— SEC filing, 10-K, FY2024, filed
+   * 2024-11-01`): the numbers the answer's `[n]` markers cite. */
   function sourceLines(sources) {
     return sources.map((source) => {
       const url = httpUrl(source.url);
@@ -293,5 +311,5 @@ window.ChatExport = (() => {
     return title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "export";
   }
 
-  return { answerMarkdown, reportMarkdown, chartCsv, fileStem, safeMarkdown };
+  return { answerMarkdown, reportMarkdown, chartCsv, fileStem, safeMarkdown, filingDetails };
 })();
