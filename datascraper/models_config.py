@@ -155,4 +155,3 @@ class ResearchConfig(BaseModel):
 def get_research_config() -> ResearchConfig:
     """The process-wide configuration; tests call `get_research_config.cache_clear()` after changing env."""
     return ResearchConfig.from_env()
-

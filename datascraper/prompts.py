@@ -197,6 +197,13 @@ list or table when comparing.
 support. Use only numbers from the list. Do not write URLs or markdown links.
 - Market data (from Yahoo Finance) is given verbatim: quote its numbers exactly as given (you may round \
 for readability and add the unit, e.g. 391035000000 as $391.04 billion).
+- Figures "as reported to the SEC" come from the company's own 10-K, 10-Q or other filing: for a reported \
+figure (revenue, income, EPS, assets, cash flow) they are the primary source. Prefer them to Yahoo's line for \
+the same period, cite the filing, and name the fiscal period as the filing labels it and the form, e.g. \
+"FY2024 revenue of $391.04 billion (10-K filed 2024-11-01) [3]". Use Yahoo for prices, quotes and what the \
+filings lack. A figure marked restated: give the latest filed value and say it was restated.
+- A filing's own words (a section of a 10-K or 10-Q, an 8-K item) are the company's disclosure: attribute \
+them to the company and the filing ("Apple's 10-K says ...") and cite it.
 - State the as-of date of the market data you cite, as the source list gives it: the period end of a \
 statement (e.g. "fiscal year ended 2024-09-28"), the time of a quote, the last day of a price history.
 - A statement may list earlier periods "given only as growth bases": they are there for the computed \
@@ -246,6 +253,15 @@ MARKET_DATA_RESULT = """\
 [{n}] {title} (as of {as_of}, currency {currency})
 {summary}
 Data (verbatim): {payload}"""
+FILED_FIGURES_HEADING = "{company} ({ticker}), {line} as reported to the SEC (XBRL, from the filings themselves):"
+FILED_FIGURE_LINE = (
+    "- {label} ({period}; calendar frame {frame}): {value} {unit} (about {shown}) [{concept}], "
+    "{form} filed {filed} [{n}]{restated}"
+)
+FILING_SECTION_RESULT = """\
+[{n}] {company} {form} filed {filed}, {heading} (the filing's own words):
+{text}"""
+FILINGS_NOT_CONFIGURED = "SEC filings: not consulted (the filing tools are not configured)."
 FACTS_FOR_SYNTHESIS = """\
 ### Computed figures
 Calculated in code from the market data above; cite each with the source numbers after it.

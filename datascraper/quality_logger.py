@@ -211,9 +211,7 @@ class NumberCheck(BaseModel):
 
     def note(self) -> str:
         """The note shown under the answer, naming each untraced number with its markers; "" when none."""
-        listed = dict.fromkeys(
-            f"{item.value} " + "".join(f"[{n}]" for n in item.sources) for item in self.untraced
-        )
+        listed = dict.fromkeys(f"{item.value} " + "".join(f"[{n}]" for n in item.sources) for item in self.untraced)
         if not listed:
             return ""
         shown = list(listed)[:_LISTED_UNTRACED]

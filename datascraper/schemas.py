@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -20,6 +20,7 @@ from pydantic import (
     WrapValidator,
     field_validator,
 )
+from typing_extensions import TypeIs
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,17 @@ MarketDataKind = Literal[
     "company_profile",
     "news",
 ]
+# What the SEC's filings answer beyond reported figures (which statements ask for beside Yahoo's): a section
+# of the filing's text, Form 4 insider trades, the company's list of filings (8-K items included).
+FilingDataKind = Literal["filing_text", "insider_transactions", "filings"]
+DataKind = MarketDataKind | FilingDataKind
+FILING_DATA: frozenset[str] = frozenset(get_args(FilingDataKind))
+
+
+def is_filing_data(data: DataKind | None) -> TypeIs[FilingDataKind]:
+    return data in FILING_DATA
+
+
 StatementFrequency = Literal["annual", "quarterly", "ttm"]
 # The relative ranges the analyzer may ask price history for (the contract's; the tool takes a few more).
 HistoryRange = Literal["5d", "1mo", "3mo", "6mo", "ytd", "1y", "5y", "max"]
@@ -192,13 +204,20 @@ class SubQuestion(BaseModel):
     """One sub-question as the query analyzer or the gap detector writes it (the contract's shape).
 
     `tickers` and `data` are the routing hints of a numerical sub-question: which symbols, and which
-    market data (`quote`, `income_statement`, ...) answers it.
+    market data (`quote`, `income_statement`, ...) answers it. A question about a company's own disclosures
+    (numerical or qualitative) may ask for its filings instead: `filing_text` (with `section`),
+    `insider_transactions` or `filings`.
     """
 
     question: str
     type: SubQuestionType
     tickers: list[str] = Field(default_factory=list)
-    data: MarketDataKind | None = None
+    data: DataKind | None = None
+    section: Annotated[str | None, _LENIENT] = Field(
+        default=None,
+        description="filing_text: risk_factors, mdna, legal_proceedings, market_risk, business, segment_note, "
+        "or an 8-K item number such as 2.02 (results of operations); null: read from the question.",
+    )
     # The periods a numerical sub-question needs, resolved against today's date; unset is the tool's default.
     # `research_engine.periods` validates them (and reads unset ones from the question's wording).
     frequency: Annotated[StatementFrequency | None, _LENIENT] = Field(

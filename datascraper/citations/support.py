@@ -186,9 +186,7 @@ def judge_market_data(claim: str, evidence: MarketEvidence) -> Judgement:
         return judge_page(claim, evidence.words)
     labels: list[str] = []
     for figure in figures:
-        label = next(
-            (label for value, label in [*evidence.values, *evidence.computed] if near(figure, (value,))), None
-        )
+        label = next((label for value, label in [*evidence.values, *evidence.computed] if near(figure, (value,))), None)
         if label is None:
             return Judgement("unsupported")
         labels.append(label)

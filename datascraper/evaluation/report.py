@@ -315,8 +315,6 @@ def calibration_svg(bands: Sequence[Band]) -> str:
         parts.append(
             f'<text x="{x + bar_width / 2:.1f}" y="{bottom + 14}" text-anchor="middle">{escape(band.label)}</text>'
         )
-        parts.append(
-            f'<text x="{x + bar_width / 2:.1f}" y="{bottom + 28}" text-anchor="middle">n={band.graded}</text>'
-        )
+        parts.append(f'<text x="{x + bar_width / 2:.1f}" y="{bottom + 28}" text-anchor="middle">n={band.graded}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -216,14 +216,25 @@ def _figure(versions: list[_Fact], label: tuple[int, FiscalPeriod], filing_url: 
         filed=latest.filed,
         accession=latest.accession,
         filing_url=filing_url(latest.accession),
+        filing_period=_filing_period(latest),
         restated=len({v.value for v in versions}) > 1,
         versions=[
             FigureVersion(
-                value=v.value, form=v.form, filed=v.filed, accession=v.accession, filing_url=filing_url(v.accession)
+                value=v.value,
+                form=v.form,
+                filed=v.filed,
+                accession=v.accession,
+                filing_url=filing_url(v.accession),
+                filing_period=_filing_period(v),
             )
             for v in versions
         ],
     )
+
+
+def _filing_period(fact: _Fact) -> str:
+    """The fiscal period of the filing that reported `fact` (its `fy`/`fp` are the filing's)."""
+    return f"FY{fact.fy}" if fact.fp == "FY" else f"{fact.fp} FY{fact.fy}"
 
 
 def _select(figures: list[ReportedFigure], query: PeriodQuery) -> list[ReportedFigure]:

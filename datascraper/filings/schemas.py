@@ -26,6 +26,9 @@ class FilingResult(BaseModel):
     as_of: date | None = Field(description="Filing date of the newest filing this result draws on.")
     url: str = Field(description="The SEC page or API document this result came from.")
 
+    def summary_text(self) -> str:
+        raise NotImplementedError
+
 
 # --- reported figures (XBRL company facts) ------------------------------------------------------------
 
@@ -41,6 +44,7 @@ class FigureVersion(BaseModel):
     filed: date
     accession: str
     filing_url: str
+    filing_period: str = Field(description="The filing's own fiscal period, e.g. FY2024 for a 10-K; Q1 FY2025.")
 
 
 class ReportedFigure(BaseModel):
@@ -61,6 +65,9 @@ class ReportedFigure(BaseModel):
     filed: date
     accession: str
     filing_url: str
+    filing_period: str = Field(
+        description="The fiscal period of the filing it comes from (a comparative's filing reports a later period)."
+    )
     restated: bool = Field(description="True when filings report different values for this period.")
     versions: list[FigureVersion] = Field(description="Every filing that reported this period, newest first.")
 

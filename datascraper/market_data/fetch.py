@@ -88,7 +88,7 @@ async def fetch_market_data(
         elif isinstance(outcome, BaseException):
             raise outcome
         elif outcome.is_error or outcome.structured_content is None:
-            finding.errors.append(_tool_failure(symbol, outcome))
+            finding.errors.append(tool_failure(symbol, outcome))
         else:
             payload = _covering(tool, outcome.structured_content, request)
             if payload is None:
@@ -208,10 +208,11 @@ def _nothing_in_range(symbol: str, label: str, request: MarketDataRequest) -> st
     return f"Yahoo Finance has no {frequency}{label} for {symbol} {span}."
 
 
-def _tool_failure(symbol: str, result: CallToolResult) -> ToolFailure:
-    """The code and sentence of an `isError` result, whose text our server writes as `<code>: <sentence>`."""
+def tool_failure(symbol: str, result: CallToolResult, codes: frozenset[str] = _ERROR_CODES) -> ToolFailure:
+    """The code and sentence of an `isError` result, whose text our server writes as `<code>: <sentence>`;
+    a code not among `codes` is an `upstream_error`."""
     text = " ".join(block.text for block in result.content if block.type == "text").strip()
     code, _, message = text.partition(": ")
-    if code in _ERROR_CODES and message:
+    if code in codes and message:
         return ToolFailure(symbol=symbol, code=code, message=message)
     return ToolFailure(symbol=symbol, code="upstream_error", message=text.splitlines()[0][:200] if text else "")

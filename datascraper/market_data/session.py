@@ -299,9 +299,7 @@ class MarketDataClient:
         if self._opening is None:
             wait = self._retry_at - asyncio.get_running_loop().time()
             if wait > 0:
-                raise MarketDataUnavailable(
-                    f"The market data server keeps failing; the next start is in {wait:.1f} s."
-                )
+                raise MarketDataUnavailable(f"The market data server keeps failing; the next start is in {wait:.1f} s.")
             self._opening = asyncio.create_task(self._open())
             self._opening.add_done_callback(_retrieve_exception)
         # Shielded: a caller that gives up must not abort an opening other callers wait for.

@@ -359,15 +359,22 @@ class YahooFinanceAdapter:
             picked = frame
         currency, divisor = main_unit(currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency")))
         if divisor > 1:
-            frame = frame.assign(**{c: frame[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close")
-                                    if c in frame})
-            picked = picked.assign(**{c: picked[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close")
-                                      if c in picked})
+            frame = frame.assign(
+                **{c: frame[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close") if c in frame}
+            )
+            picked = picked.assign(
+                **{c: picked[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close") if c in picked}
+            )
             notes.append(f"Prices converted to {currency} from its hundredths (1/{divisor:g}).")
         adjusted = picked["Adj Close"] if "Adj Close" in picked else [None] * len(picked)
         bars = [
             PriceBar(
-                date=moment(ts), open=num(o), high=num(h), low=num(lo), close=num(c), adj_close=num(a),
+                date=moment(ts),
+                open=num(o),
+                high=num(h),
+                low=num(lo),
+                close=num(c),
+                adj_close=num(a),
                 volume=integer(v),
             )
             for ts, o, h, lo, c, a, v in zip(

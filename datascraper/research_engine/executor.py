@@ -12,24 +12,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
+from typing import TypeVar, cast
 
 from datascraper import prompts
 from datascraper.errors import DeadlineExceeded, ResearchError
+from datascraper.filings.research import STATEMENT_LINES, FilingFinding, fetch_disclosures, fetch_reported_figures
 from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
-from datascraper.research_engine.fiscal_fetch import fetch_by_fiscal_period
+from datascraper.research_engine.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
 from datascraper.research_engine.periods import fiscal_ask, market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
-from datascraper.schemas import Route, StepEvent, StepRoute, StepState, SubQuestion, UsageLedger
+from datascraper.schemas import (
+    FilingDataKind,
+    MarketDataKind,
+    Route,
+    StepEvent,
+    StepRoute,
+    StepState,
+    SubQuestion,
+    UsageLedger,
+    is_filing_data,
+)
 
 logger = logging.getLogger(__name__)
 
 Emit = Callable[[StepEvent], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -128,38 +141,15 @@ async def answer_sub_question(
     """
     if step.route == "market_data":
         emit(StepEvent(sub_question_id=step.id, state="started", route="market_data"))
-        assert step.data is not None  # route_sub_question requires it
-        request, fiscal = step.request, step.fiscal
-        if request is None:  # a step of an older checkpoint: its periods are in its wording
-            asked = SubQuestion(question=step.question, type=step.type, data=step.data)
-            request, fiscal = market_data_request(asked, today=today), fiscal_ask(asked)
-        try:
-            fetched = await fetch_by_fiscal_period(
-                step.tickers,
-                step.data,
-                question=step.question,
-                request=request,
-                ask=fiscal,
-                today=today,
-                timeout_s=config.market_data_timeout_s,
-            )
-            market = fetched.finding
-        except MarketDataError as exc:
-            attempt.fallback_reason = exc.code
+        if is_filing_data(step.data):
+            found = await _from_filings(step, step.data, config=config)
         else:
-            if market.ok:
-                text = market.summary_text()  # before `done`: rendering validates the payloads, and may fail
-                emit(_step(step, "done", "market_data", started))
-                return Finding(
-                    step=step,
-                    status="answered",
-                    route="market_data",
-                    text=text,
-                    market_data=market,
-                    fiscal_calendars=fetched.calendars,
-                    elapsed_ms=_ms(started),
-                )
-            attempt.fallback_reason = market.errors[0].code if market.errors else "no_data"
+            found = await _from_market_data(step, config=config, today=today)
+        if isinstance(found, Finding):
+            emit(_step(step, "done", "market_data", started))
+            found.elapsed_ms = _ms(started)
+            return found
+        attempt.fallback_reason = found
         attempt.route = "web_search"
         # `fallback` names the route the sub-question falls back to.
         emit(_step(step, "fallback", "web_search", started))
@@ -177,9 +167,7 @@ async def answer_sub_question(
         async for _ in search:
             pass
     except ResearchError as exc:
-        return _failed(
-            step, emit, started, route="web_search", code=exc.code, fallback_reason=attempt.fallback_reason
-        )
+        return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=attempt.fallback_reason)
     result = search.result
     emit(_step(step, "done", "web_search", started))
     return Finding(
@@ -191,6 +179,79 @@ async def answer_sub_question(
         fallback_reason=attempt.fallback_reason,
         elapsed_ms=_ms(started),
     )
+
+
+async def _from_market_data(step: PlannedStep, *, config: ResearchConfig, today: date) -> Finding | str:
+    """A numerical step answered by Yahoo and, for a statement, by the figures as filed with the SEC, asked
+    at once; answered when either has something, else the reason it falls back to a web search."""
+    data = cast(MarketDataKind, step.data)  # route_sub_question requires it
+    request, fiscal = step.request, step.fiscal
+    if request is None:  # a step of an older checkpoint: its periods are in its wording
+        asked = SubQuestion(question=step.question, type=step.type, data=data)
+        request, fiscal = market_data_request(asked, today=today), fiscal_ask(asked)
+    yahoo = fetch_by_fiscal_period(
+        step.tickers,
+        data,
+        question=step.question,
+        request=request,
+        ask=fiscal,
+        today=today,
+        timeout_s=config.market_data_timeout_s,
+    )
+    filed: FilingFinding | BaseException | None = None
+    if data in STATEMENT_LINES:
+        reported = fetch_reported_figures(
+            step.tickers, data, request=request, fiscal=fiscal, timeout_s=config.market_data_timeout_s
+        )
+        fetched, filed = await asyncio.gather(_settled(yahoo), _settled(reported))
+    else:
+        fetched = await _settled(yahoo)
+    for outcome in (fetched, filed):
+        if isinstance(outcome, BaseException) and not isinstance(outcome, MarketDataError):
+            raise outcome  # a bug: reported as the sub-question's internal error
+    filings = filed if isinstance(filed, FilingFinding) and filed.ok else None
+    market = fetched.finding if isinstance(fetched, FiscalMarketData) else None
+    if (market is None or not market.ok) and filings is None:
+        if isinstance(fetched, MarketDataError):
+            return fetched.code
+        return market.errors[0].code if market is not None and market.errors else "no_data"
+    # Rendered before `done`: rendering validates the payloads, and may fail.
+    text = "\n".join(part.summary_text() for part in (filings, market) if part is not None)
+    return Finding(
+        step=step,
+        status="answered",
+        route="market_data",
+        text=text,
+        market_data=market,
+        filings=filings,
+        fiscal_calendars=fetched.calendars if isinstance(fetched, FiscalMarketData) else {},
+    )
+
+
+async def _from_filings(step: PlannedStep, data: FilingDataKind, *, config: ResearchConfig) -> Finding | str:
+    """A question about a company's own disclosures, read in its filings; the reason it falls back to a web
+    search when they have nothing (not configured, not a US filer, no such section)."""
+    try:
+        filings = await fetch_disclosures(
+            step.tickers,
+            data,
+            question=step.question,
+            section=step.section,
+            timeout_s=config.market_data_timeout_s,
+        )
+    except MarketDataError as exc:
+        return exc.code
+    if not filings.ok:
+        return filings.errors[0].code if filings.errors else "no_data"
+    return Finding(step=step, status="answered", route="market_data", text=filings.summary_text(), filings=filings)
+
+
+async def _settled(awaitable: Awaitable[T]) -> T | BaseException:
+    """`awaitable`'s result, or the exception it raised (not a cancellation: that goes through)."""
+    try:
+        return await awaitable
+    except Exception as exc:
+        return exc
 
 
 def _failed(

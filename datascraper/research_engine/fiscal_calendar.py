@@ -73,7 +73,7 @@ class FiscalPeriod(BaseModel):
 
     @property
     def months(self) -> str:
-        """"Aug–Oct 2024", "Nov 2024–Jan 2025", "Oct 2023–Sep 2024"."""
+        """ "Aug–Oct 2024", "Nov 2024–Jan 2025", "Oct 2023–Sep 2024"."""
         first = _MONTH_ABBREVIATIONS[self.first_month.month - 1]
         last = _MONTH_ABBREVIATIONS[self.last_month.month - 1]
         if self.first_month.year == self.last_month.year:
@@ -127,7 +127,7 @@ class FiscalCalendar(BaseModel):
         return self.period(ref)
 
     def describe(self) -> str:
-        """"fiscal year ends in January (FY2025 ended 2025-01-26)"."""
+        """ "fiscal year ends in January (FY2025 ended 2025-01-26)"."""
         month = calendar.month_name[self.year_end_month]
         if not self.year_ends:
             return f"fiscal year ends in {month}"

@@ -36,7 +36,7 @@ from datascraper.research_engine.period_wording import (
     read_fiscal_wording,
     read_wording,
 )
-from datascraper.schemas import MarketDataKind, StatementFrequency, SubQuestion
+from datascraper.schemas import MarketDataKind, StatementFrequency, SubQuestion, is_filing_data
 
 # How many statements a request may ask for: three years of quarters, ten fiscal years. Earnings reports
 # are quarterly, so they share the quarterly bound.
@@ -64,7 +64,7 @@ def market_data_request(sub_question: SubQuestion, *, today: date) -> MarketData
     """What the tool calls of `sub_question` carry: its period fields, else its wording, validated for
     its data kind against `today` (the asker's)."""
     data = sub_question.data
-    if data is None:
+    if data is None or is_filing_data(data):
         return MarketDataRequest()
     fiscal = fiscal_ask(sub_question)
     asked = _merge(sub_question, read_wording(sub_question.question, data=data, today=today), fiscal=fiscal)

@@ -390,9 +390,7 @@ async def research_in_rounds(
         yield checkpoint(state, steps, asked=asked, previous_score=previous_score)
 
 
-def evaluate_evidence(
-    state: RunState, *, gaps: list[str], contradictions: list[Contradiction]
-) -> EvidenceAssessment:
+def evaluate_evidence(state: RunState, *, gaps: list[str], contradictions: list[Contradiction]) -> EvidenceAssessment:
     """The evidence confidence of every finding so far (`research_engine.confidence`)."""
     return assess(
         state.findings,
@@ -551,9 +549,7 @@ def market_evidence(state: RunState) -> dict[int, MarketEvidence]:
     }
 
 
-def summarize(
-    state: RunState, *, error: str | None = None, verification: Verification | None = None
-) -> RunSummary:
+def summarize(state: RunState, *, error: str | None = None, verification: Verification | None = None) -> RunSummary:
     """What the chat app stores on the run; the quality signals are logged here, for failed runs too.
     `verification` is None when citations were not checked (CITATION_VERIFY=0, a failed run, or the
     check failed)."""

@@ -142,8 +142,10 @@ class SourceClassifier:
             return "regulator"
         if domain in EXCHANGES:
             return "exchange"
-        if host.endswith(_GOVERNMENT_SUFFIXES) or domain in INTERGOVERNMENTAL or (
-            len(labels) == 3 and labels[1] in _GOVERNMENT_LABELS
+        if (
+            host.endswith(_GOVERNMENT_SUFFIXES)
+            or domain in INTERGOVERNMENTAL
+            or (len(labels) == 3 and labels[1] in _GOVERNMENT_LABELS)
         ):
             return "government"
         if (

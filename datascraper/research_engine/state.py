@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
+from datascraper.filings.research import FilingFinding
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
@@ -21,8 +22,8 @@ from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalCalenda
 from datascraper.research_engine.periods import fiscal_ask, market_data_request
 from datascraper.schemas import (
     ChartEvent,
+    DataKind,
     Fact,
-    MarketDataKind,
     PlanEvent,
     PlannedSubQuestion,
     ResearchQuery,
@@ -34,6 +35,7 @@ from datascraper.schemas import (
     SubQuestionType,
     TraceEntry,
     UsageLedger,
+    is_filing_data,
 )
 
 FindingStatus = Literal["answered", "failed", "deferred"]
@@ -48,7 +50,8 @@ class PlannedStep(BaseModel):
     type: SubQuestionType
     route: Route
     tickers: list[str] = Field(default_factory=list)
-    data: MarketDataKind | None = None
+    data: DataKind | None = None
+    section: str | None = None  # filing_text: the section (or 8-K item) the analyzer named
     # The validated periods of a market-data step. None in checkpoints written before periods were planned:
     # the executor then reads them from the question's wording.
     request: MarketDataRequest | None = None
@@ -68,9 +71,13 @@ def normalized_question(question: str) -> str:
 
 
 def route_sub_question(sub_question: SubQuestion) -> Route:
-    """Where a sub-question is answered: market data needs both a ticker and a data kind to ask for."""
+    """Where a sub-question is answered: market data needs both a ticker and a data kind to ask for. A
+    question about a company's own disclosures that asks for its filings reads them first, whatever its
+    type; the web answers it when they cannot."""
     if sub_question.type == "analytical":
         return "synthesis"
+    if sub_question.tickers and is_filing_data(sub_question.data):
+        return "market_data"
     if sub_question.type == "numerical" and sub_question.tickers and sub_question.data is not None:
         return "market_data"
     return "web_search"
@@ -82,6 +89,7 @@ def plan_steps(sub_questions: list[SubQuestion], *, first_number: int, today: da
     steps = []
     for n, sq in enumerate(sub_questions, start=first_number):
         route = route_sub_question(sq)
+        asks_market_data = route == "market_data" and not is_filing_data(sq.data)
         steps.append(
             PlannedStep(
                 id=f"q{n}",
@@ -90,8 +98,9 @@ def plan_steps(sub_questions: list[SubQuestion], *, first_number: int, today: da
                 route=route,
                 tickers=[t.strip().upper() for t in sq.tickers if t.strip()],
                 data=sq.data,
-                request=market_data_request(sq, today=today) if route == "market_data" else None,
-                fiscal=fiscal_ask(sq) if route == "market_data" else None,
+                section=sq.section if sq.data == "filing_text" else None,
+                request=market_data_request(sq, today=today) if asks_market_data else None,
+                fiscal=fiscal_ask(sq) if asks_market_data else None,
             )
         )
     return steps
@@ -106,6 +115,8 @@ class Finding(BaseModel):
     text: str = ""
     sources: list[Source] = Field(default_factory=list)
     market_data: MarketDataFinding | None = None
+    # What the SEC's filings answered: figures as reported beside a statement's, or a disclosure's text.
+    filings: FilingFinding | None = None
     # Each ticker's fiscal calendar, as its statements showed it: how its periods are named.
     fiscal_calendars: dict[str, FiscalCalendar] = Field(default_factory=dict)
     fallback_reason: str | None = None  # why market data gave way to a web search

@@ -19,7 +19,9 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult
+from datascraper.filings.research import FilingFinding, figure_source, filing_sources
+from datascraper.filings.schemas import FilingSection, ReportedFigures
+from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult, fmt
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
 from datascraper.research_engine.as_of import as_of_text
@@ -30,6 +32,8 @@ from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
 MARKET_DATA_PAYLOAD_CHARS = 8_000
+# A filing's passage in the prompt: the research adapter keeps the paragraphs that bear on the question.
+FILING_TEXT_CHARS = 10_000
 _MARKER = re.compile(r"\[(\d+)\]")
 
 
@@ -52,6 +56,10 @@ class SourceBook:
         if source is None:
             source = self._by_url[key] = cited.model_copy(update={"n": len(self._by_url) + 1, "url": key})
         return source.n
+
+    def add_source(self, source: Source) -> int:
+        """A source as it is (a filing's form, period and filing date kept)."""
+        return self._register(source)
 
     def add_market_data(self, result: ToolResult, data: MarketDataResult) -> int:
         """A tool result (`data`, its typed payload) as a source, as of the time its figures describe."""
@@ -110,8 +118,13 @@ def _render_finding(finding: Finding, book: SourceBook) -> str:
         body = prompts.FINDING_DEFERRED
     elif finding.status == "failed":
         body = prompts.FINDING_NOT_ANSWERED.format(reason=_failure_reason(finding))
-    elif finding.market_data is not None:
-        body = _render_market_data(finding.market_data, book)
+    elif finding.market_data is not None or finding.filings is not None:
+        # Figures as filed first: they are the primary source of a reported figure.
+        parts = [
+            render_filings(finding.filings, book) if finding.filings is not None else "",
+            _render_market_data(finding.market_data, book) if finding.market_data is not None else "",
+        ]
+        body = "\n".join(part for part in parts if part)
     else:
         body = book.renumber(finding.text, finding.sources)
     return prompts.FINDING_FOR_SYNTHESIS.format(
@@ -148,6 +161,76 @@ def _render_market_data(market: MarketDataFinding, book: SourceBook) -> str:
         f"{error.symbol or 'request'}: not available ({error.code}: {error.message})" for error in market.errors
     )
     return "\n".join(blocks)
+
+
+def render_filings(filings: FilingFinding, book: SourceBook) -> str:
+    """What the filings returned, each figure, passage, filing or trade citing its filing in `book`."""
+    blocks = []
+    for item in filings.results:
+        result = item.result()
+        if isinstance(result, ReportedFigures):
+            blocks.append(_render_figures(result, book))
+        elif isinstance(result, FilingSection):
+            n = book.add_source(filing_sources(result)[0])
+            shown = result.text if len(result.text) <= FILING_TEXT_CHARS else result.text[:FILING_TEXT_CHARS] + " […]"
+            blocks.append(
+                prompts.FILING_SECTION_RESULT.format(
+                    n=n,
+                    company=result.company,
+                    form=result.form,
+                    filed=result.filed,
+                    heading=result.heading,
+                    text=shown,
+                )
+            )
+        else:  # a list of filings, or insider trades: a line for each, citing its filing
+            heading, *lines = result.summary_text().splitlines()
+            sources = filing_sources(result)
+            cited = (f"{line} [{book.add_source(source)}]" for line, source in zip(lines, sources, strict=True))
+            blocks.append("\n".join([heading, *cited]))
+    if not filings.configured:
+        blocks.append(prompts.FILINGS_NOT_CONFIGURED)
+    blocks.extend(
+        f"SEC filings, {error.symbol or 'request'}: not available ({error.code}: {error.message})"
+        for error in filings.errors
+        if error.code != "not_configured"
+    )
+    return "\n".join(blocks)
+
+
+def _render_figures(result: ReportedFigures, book: SourceBook) -> str:
+    lines = [
+        prompts.FILED_FIGURES_HEADING.format(company=result.company, ticker=result.ticker, line=result.concept_asked)
+    ]
+    for figure in result.figures:
+        n = book.add_source(figure_source(result.company, figure))
+        earlier = [v for v in figure.versions[1:] if v.value != figure.value]
+        restated = (
+            f"; restated: the {earlier[0].form} filed {earlier[0].filed} reported {_plain(earlier[0].value)}"
+            if earlier
+            else ""
+        )
+        period = f"{figure.start} to {figure.end}" if figure.start else f"at {figure.end}"
+        lines.append(
+            prompts.FILED_FIGURE_LINE.format(
+                label=figure.label,
+                period=period,
+                frame=figure.frame or "none",
+                value=_plain(figure.value),
+                shown=fmt(figure.value),
+                unit=figure.unit,
+                concept=figure.concept,
+                form=figure.form,
+                filed=figure.filed,
+                n=n,
+                restated=restated,
+            )
+        )
+    return "\n".join(lines)
+
+
+def _plain(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.4g}" if abs(value) < 1 else f"{value:,.2f}"
 
 
 def render_source_list(sources: Sequence[Source]) -> str:

@@ -15,8 +15,9 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, TextContent
 
+from datascraper.filings.tools import FILING_TOOL_NAMES
 from datascraper.market_data.schemas import FinancialStatement, MarketDataRequest, StatementLine
 from datascraper.market_data.session import set_market_data_client
 from datascraper.models_config import get_research_config
@@ -297,6 +298,9 @@ class StatementSession:
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout_s: float | None = None
     ) -> CallToolResult:
+        if name in FILING_TOOL_NAMES:  # as our server answers them without SEC_USER_AGENT
+            text = "not_configured: The SEC filing tools need SEC_USER_AGENT."
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         self.calls.append((name, arguments))
         symbol, frequency = arguments["symbol"], arguments.get("frequency", "annual")
         ends = self.statements[(symbol, frequency)]
