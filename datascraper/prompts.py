@@ -261,7 +261,6 @@ FILED_FIGURE_LINE = (
 FILING_SECTION_RESULT = """\
 [{n}] {company} {form} filed {filed}, {heading} (the filing's own words):
 {text}"""
-FILINGS_NOT_CONFIGURED = "SEC filings: not consulted (the filing tools are not configured)."
 FACTS_FOR_SYNTHESIS = """\
 ### Computed figures
 Calculated in code from the market data above; cite each with the source numbers after it.

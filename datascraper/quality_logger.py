@@ -223,9 +223,10 @@ class NumberCheck(BaseModel):
 def check_numbers(
     answer: str, sources: Sequence[Source], values: Sequence[float], computed: Sequence[float] = ()
 ) -> NumberCheck:
-    """Check each number of the sentences citing market data against the payloads' `values`, then the
+    """Check each number of the sentences citing one of `sources` (market data, or filings cited for their
+    figures; web sources are left to the citation check) against the payloads' `values`, then the
     `computed` figures."""
-    market_numbers = {s.n for s in sources if s.kind == "market_data"}
+    market_numbers = {s.n for s in sources if s.kind != "web"}
     check = NumberCheck()
     if not market_numbers:
         return check

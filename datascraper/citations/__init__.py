@@ -6,7 +6,7 @@ whole check, concurrent and within a deadline). The pipeline calls `verify_citat
 last delta and sends its result as the `verification` event.
 """
 
-from datascraper.citations.support import MarketEvidence
+from datascraper.citations.support import MarketEvidence, SourceText
 from datascraper.citations.verifier import Verification, verify_citations
 
-__all__ = ["MarketEvidence", "Verification", "verify_citations"]
+__all__ = ["MarketEvidence", "SourceText", "Verification", "verify_citations"]

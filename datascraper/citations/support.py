@@ -171,12 +171,22 @@ class MarketEvidence:
                     strings.append(value)
                 else:
                     values.append((float(value), f"{symbol} {label}".strip() + f" = {_plain(value)}"))
-        computed = [
-            (fact.value, f"{fact.id} {fact.label} = {_plain(fact.value)} {fact.unit}")
-            for fact in facts
-            if fact.value is not None and any(item.source.n == source.n for item in fact.inputs)
-        ]
-        return cls(values=values, computed=computed, words=SourceText("\n".join(strings)))
+        return cls(values=values, computed=_computed(source, facts), words=SourceText("\n".join(strings)))
+
+    @classmethod
+    def of_values(cls, source: Source, values: Sequence[tuple[float, str]], facts: Sequence[Fact]) -> MarketEvidence:
+        """The evidence of a source whose figures are given labelled (a filing's reported values)."""
+        words = SourceText("\n".join([source.title, *(label for _, label in values)]))
+        return cls(values=list(values), computed=_computed(source, facts), words=words)
+
+
+def _computed(source: Source, facts: Sequence[Fact]) -> list[tuple[float, str]]:
+    """The figures computed from `source`'s values, labelled."""
+    return [
+        (fact.value, f"{fact.id} {fact.label} = {_plain(fact.value)} {fact.unit}")
+        for fact in facts
+        if fact.value is not None and any(item.source.n == source.n for item in fact.inputs)
+    ]
 
 
 def judge_market_data(claim: str, evidence: MarketEvidence) -> Judgement:

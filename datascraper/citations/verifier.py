@@ -2,8 +2,10 @@
 
     answer ─► claims ─► web source: its page fetched once per URL (`fetcher`), the main text extracted
                 │        and indexed in a thread (`support.read_page`), each claim citing it judged
-                └─────► market-data source: judged against what that source's tool returned and the
-                         figures computed from it, with no fetch (`support.judge_market_data`)
+                ├─────► market-data source, or a filing's figures: judged against what that source's tool
+                │        returned (a filing: the values it reported) and the figures computed from it, with
+                │        no fetch (`support.judge_market_data`)
+                └─────► a filing's words (a section, an 8-K item): judged against the passage read from it
 
 Pages are fetched `citation_fetch_concurrency` at once, and the whole check ends by its deadline
 (`time_limit_s`): a page not read by then leaves its claims `unreachable`. Verification reads; it never
@@ -53,13 +55,13 @@ class Verification:
 async def verify_citations(
     answer: str,
     sources: Sequence[Source],
-    market: Mapping[int, MarketEvidence],
+    market: Mapping[int, MarketEvidence | SourceText],
     *,
     config: ResearchConfig,
     time_limit_s: float,
 ) -> Verification:
     """Check every marker of `answer` that names one of `sources`; `market` holds the evidence of the
-    market-data sources by number."""
+    market-data and filing sources by number (a filing cited for its words: the passage read from it)."""
     started = time.monotonic()
     by_number = {source.n: source for source in sources}
     claims = [claim for claim in cited_claims(answer) if claim.n in by_number]

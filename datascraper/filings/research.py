@@ -84,20 +84,10 @@ class FilingFinding(BaseModel):
     def ok(self) -> bool:
         return bool(self.results)
 
-    @property
-    def configured(self) -> bool:
-        return not any(error.code == "not_configured" for error in self.errors)
-
     def summary_text(self) -> str:
-        """What the filings said, compact enough for a prompt; a tool that is off is said once."""
+        """What the filings said, compact enough for a prompt."""
         blocks = [item.result().summary_text() for item in self.results]
-        if not self.configured:
-            blocks.append("SEC filings: not configured (SEC_USER_AGENT is unset).")
-        blocks.extend(
-            f"SEC filings, {error.symbol}: {error.code}: {error.message}"
-            for error in self.errors
-            if error.code != "not_configured"
-        )
+        blocks.extend(f"SEC filings, {error.symbol}: {error.code}: {error.message}" for error in self.errors)
         return "\n".join(blocks) if blocks else "No filing data was retrieved."
 
     def figures(self) -> Iterator[tuple[str, ReportedFigures]]:
@@ -106,6 +96,29 @@ class FilingFinding(BaseModel):
             result = item.result()
             if isinstance(result, ReportedFigures):
                 yield item.symbol, result
+
+    def filed_values(self) -> Iterator[tuple[str, float, str]]:
+        """Each value a filing reported: its URL, the value, and where it is ("AAPL revenue FY2024 ...")."""
+        for symbol, result in self.figures():
+            for figure in result.figures:
+                for version in figure.versions:
+                    label = (
+                        f"{symbol} {result.concept_asked} {figure.label} = {version.value:,.2f} {figure.unit} "
+                        f"({version.form} filed {version.filed})"
+                    )
+                    yield version.filing_url, version.value, label
+
+    def passages(self) -> Iterator[tuple[str, str]]:
+        """Each passage read from a filing, by the URL its source cites: a section's text, or the line of
+        a listed filing or an insider trade."""
+        for item in self.results:
+            result = item.result()
+            if isinstance(result, FilingSection):
+                yield result.url, result.text
+            elif not isinstance(result, ReportedFigures):
+                _, *lines = result.summary_text().splitlines()
+                for line, source in zip(lines, filing_sources(result), strict=True):
+                    yield source.url, line
 
     def sources(self) -> list[Source]:
         """Every filing the results draw on, as a source (numbered 0: the answer's source book numbers them)."""
@@ -295,7 +308,7 @@ async def fetch_disclosures(
         arguments, tool = {"forms": _forms_named(question), "limit": 10}, "get_filings"
     await asyncio.gather(*(_call(finding, tool, symbol, arguments, timeout_s) for symbol in symbols))
     if data == "filing_text":
-        finding.results = [_relevant(item, question) for item in finding.results]
+        finding.results = [relevant_paragraphs(item, question) for item in finding.results]
     return finding
 
 
@@ -306,7 +319,7 @@ def _forms_named(question: str) -> list[str] | None:
     return forms or None
 
 
-def _relevant(item: FilingToolResult, question: str) -> FilingToolResult:
+def relevant_paragraphs(item: FilingToolResult, question: str) -> FilingToolResult:
     """A long section cut to its paragraphs that share most words with the question, in document order,
     each gap marked; a short one whole."""
     text: str = item.data["text"]

@@ -126,7 +126,8 @@ class _Claim:
 
     @property
     def from_market_data(self) -> bool:
-        return any(f.market_data is not None for f in self.answered)
+        """Answered from structured data: market data, or the company's own filings."""
+        return any(f.market_data is not None or f.filings is not None for f in self.answered)
 
     @property
     def web_sources(self) -> list[Source]:
@@ -269,6 +270,11 @@ def _distinct_sources(findings: Sequence[Finding], today: date) -> dict[str, _Co
             for result in finding.market_data.results:
                 market = _Counted(registered_domain(result.url), MARKET_DATA_WEIGHT, web=False, opinion=False)
                 counted.setdefault(result.url, market)
+        if finding.filings is not None:
+            # The company's own filing with its regulator: a primary source, weighted as one.
+            for source in finding.filings.sources():
+                filed = _Counted(registered_domain(source.url), TYPE_WEIGHTS["regulator"], web=False, opinion=False)
+                counted.setdefault(source.url, filed)
     return counted
 
 

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
-from datascraper.citations import MarketEvidence, Verification, verify_citations
+from datascraper.citations import Verification, verify_citations
 from datascraper.errors import (
     ACCOUNT_FAILURES,
     DeadlineExceeded,
@@ -50,15 +50,11 @@ from datascraper.errors import (
     UpstreamTimeout,
 )
 from datascraper.models_config import ResearchConfig, get_research_config
-from datascraper.openai_search import clean_url
 from datascraper.quality_logger import (
-    NumberCheck,
     RunRecord,
     SubQuestionOutcome,
-    check_numbers,
     compute_signals,
     log_signals,
-    market_values,
 )
 from datascraper.query_analyzer import analyze_query, match_fast_path
 from datascraper.research_engine.bypass import (
@@ -69,6 +65,7 @@ from datascraper.research_engine.bypass import (
 )
 from datascraper.research_engine.charts import charts_for
 from datascraper.research_engine.confidence import EvidenceAssessment, WeakArea, assess, targeted_follow_ups
+from datascraper.research_engine.evidence import market_evidence, number_check
 from datascraper.research_engine.executor import execute_round
 from datascraper.research_engine.gap_detector import detect_gaps, known_contradictions, run_limit_reached, stop_reason
 from datascraper.research_engine.state import (
@@ -532,23 +529,6 @@ async def verify(state: RunState) -> Verification | None:
         state.clock.add("verifying", started)
 
 
-def market_evidence(state: RunState) -> dict[int, MarketEvidence]:
-    """What each market-data source of the answer returned, and the facts computed from it."""
-    payloads: dict[str, list[dict]] = {}
-    for url, payload in _market_results(state):
-        payloads.setdefault(url, []).append(payload)
-    market_sources = [source for source in state.sources if source.kind == "market_data"]
-    if state.market_payloads:
-        # The fast path's quote: its answer's one source.
-        for source in market_sources:
-            payloads.setdefault(source.url, []).extend(state.market_payloads)
-    return {
-        source.n: MarketEvidence.of(source, payloads[source.url], state.facts)
-        for source in market_sources
-        if source.url in payloads
-    }
-
-
 def summarize(state: RunState, *, error: str | None = None, verification: Verification | None = None) -> RunSummary:
     """What the chat app stores on the run; the quality signals are logged here, for failed runs too.
     `verification` is None when citations were not checked (CITATION_VERIFY=0, a failed run, or the
@@ -626,28 +606,6 @@ def judge_answer(state: RunState) -> None:
     and the summary (its signals included) both read them from the state."""
     state.numbers = number_check(state)
     state.confidence = run_confidence(state.trace, state.config.confidence_threshold)
-
-
-def number_check(state: RunState) -> NumberCheck:
-    """The answer's numbers cited to market data, against the payloads and the figures computed from them.
-    The answer as the model wrote it: the note under it is not checked."""
-    return check_numbers(state.answer, state.sources, market_values(_market_payloads(state)), _fact_values(state))
-
-
-def _market_payloads(state: RunState) -> list[dict]:
-    return [*state.market_payloads, *(payload for _, payload in _market_results(state))]
-
-
-def _market_results(state: RunState) -> Iterator[tuple[str, dict]]:
-    """Each market-data tool result of the findings: the URL its source cites, and its payload."""
-    for finding in state.findings:
-        if finding.market_data is not None:
-            for result in finding.market_data.results:
-                yield clean_url(result.url), result.data
-
-
-def _fact_values(state: RunState) -> list[float]:
-    return [fact.value for fact in state.facts if fact.value is not None]
 
 
 def _cut_by_deadline(exc: ResearchError, timeout_s: float, state: RunState) -> bool:

@@ -4,8 +4,10 @@ Each web finding numbers its own sources from 1; before synthesis they are merge
 pages into one list, deduplicated by URL, and each finding's `[n]` markers are renumbered into it. The
 model then cites that list, and `CitationGuard` checks every marker as the text streams: a marker naming
 no source is dropped before it reaches the user, and counted. Figures computed in code from the market
-data (`facts`) follow the findings, citing the same numbers, then the contradictions between findings the
-gap detector left unresolved, for the answer to present rather than settle silently. The source list
+data (`facts`) follow the findings, citing the same numbers (a filing's, where the filing bears an input
+out), then the contradictions between findings the gap detector left unresolved and those between Yahoo
+and the filings (`cross_check`), for the answer to present rather than settle silently. Figures as filed
+with the SEC come first in a finding, each citing its filing. The source list
 shows each web source's publisher and publication day where known.
 """
 
@@ -25,6 +27,7 @@ from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult,
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
 from datascraper.research_engine.as_of import as_of_text
+from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
 from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import ChatTurn, Contradiction, DeltaEvent, Fact, Source, SourceKind, UsageLedger
@@ -88,7 +91,9 @@ def facts_of(findings: Sequence[Finding]) -> list[Fact]:
     """The figures computed from the market data the findings answered with, in plan order."""
     answered = [f for f in _in_plan_order(findings) if f.status == "answered" and f.market_data is not None]
     calendars = {symbol: calendar for f in answered for symbol, calendar in f.fiscal_calendars.items()}
-    return compute_facts([f.market_data for f in answered if f.market_data is not None], calendars)
+    facts = compute_facts([f.market_data for f in answered if f.market_data is not None], calendars)
+    cite_filings(facts, answered)
+    return facts
 
 
 def render_facts(facts: Sequence[Fact], book: SourceBook) -> str:
@@ -188,12 +193,9 @@ def render_filings(filings: FilingFinding, book: SourceBook) -> str:
             sources = filing_sources(result)
             cited = (f"{line} [{book.add_source(source)}]" for line, source in zip(lines, sources, strict=True))
             blocks.append("\n".join([heading, *cited]))
-    if not filings.configured:
-        blocks.append(prompts.FILINGS_NOT_CONFIGURED)
     blocks.extend(
         f"SEC filings, {error.symbol or 'request'}: not available ({error.code}: {error.message})"
         for error in filings.errors
-        if error.code != "not_configured"
     )
     return "\n".join(blocks)
 
@@ -328,6 +330,8 @@ class Synthesis:
     ) -> None:
         self._book = SourceBook()
         self.facts = facts_of(findings)
+        # Yahoo's figures that the filings contradict are listed with the gap detector's.
+        contradictions = [*contradictions, *filing_contradictions(findings)]
         findings_text = render_findings(findings, self._book, self.facts)
         self.sources = self._book.sources
         self.prompt = prompts.SYNTHESIS_INPUT.format(

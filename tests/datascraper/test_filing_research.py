@@ -1,0 +1,266 @@
+"""Research with the SEC's filings as a source: the real router, executor, synthesizer and citation check,
+the real MCP server and client, the real SEC client over the fake SEC on loopback, the real yfinance over
+canned Yahoo replies, and the fake OpenAI server. Only the far ends are fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+
+import pytest
+
+from datascraper.filings.client import SecClient
+from datascraper.filings.config import FilingsConfig
+from datascraper.filings.service import FilingsService
+from datascraper.market_data.cache import TTLCache
+from datascraper.market_data.server import build_server
+from datascraper.market_data.session import MarketDataClient, set_market_data_client
+from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.schemas import Source
+from tests.datascraper.conftest import MARKET_NOW
+from tests.datascraper.research_support import (
+    gaps,
+    is_synthesis,
+    of_type,
+    requests_of,
+    run,
+    script_analysis,
+    script_gaps,
+    script_synthesis,
+    script_well_sourced_searches,
+    searched,
+    sub,
+    summary_of,
+)
+from tests.fakes.sec_server import FakeSecServer
+from tests.fakes.yfinance import FakeYahoo
+
+USER_AGENT = "Finance Research Tests ops@example.com"
+APPLE_10K = "0000320193-24-000123"
+
+
+@pytest.fixture(scope="module")
+def sec_server() -> Iterator[FakeSecServer]:
+    with FakeSecServer() as fake:
+        yield fake
+
+
+def _install(user_agent: str, sec: FakeSecServer) -> Iterator[FakeSecServer]:
+    sec.reset()
+    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url)
+    filings = FilingsService(SecClient(config, cache=TTLCache()))
+    adapter = YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
+    client = MarketDataClient(build_server(adapter, filings), call_timeout_s=10)
+    previous = set_market_data_client(client)
+    yield sec
+    set_market_data_client(previous)
+    client.close()
+
+
+@pytest.fixture
+def filed(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
+    """Market data and the filing tools on one server, the filing tools pointed at the fake SEC."""
+    yield from _install(USER_AGENT, sec_server)
+
+
+@pytest.fixture
+def filings_off(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
+    """The same server without SEC_USER_AGENT: the filing tools answer not_configured."""
+    yield from _install("", sec_server)
+
+
+def synthesis_prompt(fake) -> str:
+    [request] = requests_of(fake, is_synthesis)
+    return request.input_text
+
+
+def filing_sources(events: list) -> list[Source]:
+    return [source for source in summary_of(events).sources if source.kind == "filing"]
+
+
+APPLE_REVENUE = sub(
+    "What was Apple's revenue in fiscal 2023 and fiscal 2024?",
+    "numerical",
+    ["AAPL"],
+    "income_statement",
+    frequency="annual",
+    fiscal_period="FY2023-FY2024",
+)
+
+
+async def test_a_statement_question_cites_each_figure_to_the_filing_that_reported_it(fake_openai, filed):
+    script_analysis(fake_openai, APPLE_REVENUE, sub("How did it change?", "analytical"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple's FY2024 revenue was $391.04 billion [1].")
+
+    events = await run("How did Apple's revenue change from fiscal 2023 to fiscal 2024?")
+
+    [ten_k] = filing_sources(events)
+    assert (ten_k.form, ten_k.period, ten_k.filed) == ("10-K", "FY2024", date(2024, 11, 1))
+    assert ten_k.url.endswith("/Archives/edgar/data/320193/000032019324000123/0000320193-24-000123-index.htm")
+    assert ten_k.title == "SEC EDGAR — Apple Inc. 10-K for FY2024, filed 2024-11-01"
+    prompt = synthesis_prompt(fake_openai)
+    # Figures as filed come before Yahoo's, each with its filing's number; FY2023 as the FY2024 10-K restates
+    # it (the latest filing wins), with its fiscal label from the filing.
+    assert prompt.index("as reported to the SEC") < prompt.index("Yahoo Finance — AAPL income statement")
+    assert "FY2024 (2023-10-01 to 2024-09-28; calendar frame CY2024): 391,035,000,000 USD" in prompt
+    assert f"10-K filed 2024-11-01 [{ten_k.n}]" in prompt
+    assert "FY2023 (2022-09-25 to 2023-09-30" in prompt
+    # Yahoo agrees with the filing: nothing is listed as a contradiction.
+    assert "### Contradictions" not in prompt
+    # The step stays a market data step: the filing tools are reached through the same server.
+    assert ("q1", "done", "market_data") in [(e.sub_question_id, e.state, e.route) for e in of_type(events, "step")]
+
+
+async def test_a_fact_computed_from_figures_the_filing_bears_out_cites_the_filing(fake_openai, filed):
+    script_analysis(fake_openai, APPLE_REVENUE, sub("How did it change?", "analytical"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Revenue grew.")
+
+    summary = summary_of(await run("How did Apple's revenue change from fiscal 2023 to fiscal 2024?"))
+
+    [ten_k] = [source for source in summary.sources if source.kind == "filing"]
+    growth = next(fact for fact in summary.facts if fact.kind == "growth" and fact.inputs[0].line == "TotalRevenue")
+    assert {item.source.url for item in growth.inputs} == {ten_k.url}
+    assert {item.source.n for item in growth.inputs} == {ten_k.n}
+
+
+async def test_a_cited_filing_figure_is_checked_against_the_value_the_filing_reported(fake_openai, filed, verifying):
+    script_analysis(fake_openai, APPLE_REVENUE, sub("How did it change?", "analytical"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(
+        fake_openai,
+        "Apple's revenue was $391.04 billion in fiscal 2024 [1].",
+        " It was $401.2 billion in fiscal 2023 [1].",
+    )
+
+    events = await run("How did Apple's revenue change from fiscal 2023 to fiscal 2024?")
+
+    [verification] = of_type(events, "verification")
+    assert [check.status for check in verification.citations] == ["supported", "unsupported"]
+    assert "AAPL revenue FY2024 = 391,035,000,000.00 USD (10-K filed 2024-11-01)" in verification.citations[0].evidence
+    numbers = summary_of(events).signals["numbers"]
+    assert numbers["checked"] == 2 and [u["value"] for u in numbers["unmatched_values"]] == ["$401.2 billion"]
+
+
+async def test_yahoo_figures_that_differ_from_the_filing_are_listed_as_contradictions_with_both_sources(
+    fake_openai, filed
+):
+    # The fake Yahoo's NVIDIA diluted EPS is not NVIDIA's (its lines besides revenue and net income are
+    # Apple's, scaled); the filing's is 2.94 for FY2025, and 1.19 for FY2024 as restated for the split.
+    script_analysis(
+        fake_openai,
+        sub("What were NVIDIA's revenue and EPS in fiscal 2025?", "numerical", ["NVDA"], "income_statement",
+            frequency="annual", fiscal_period="FY2025"),
+    )  # fmt: skip
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "NVIDIA's diluted EPS was $2.94 [1].")
+
+    events = await run("What were NVIDIA's revenue and diluted EPS in fiscal 2025?")
+
+    prompt = synthesis_prompt(fake_openai)
+    contradictions = prompt[prompt.index("### Contradictions") :]
+    assert "Yahoo Finance: NVDA Diluted EPS for the annual period ending 2025-01-26" in contradictions
+    assert (
+        "SEC EDGAR — NVIDIA CORP 10-K for FY2025, filed 2025-02-26: FY2025 us-gaap:EarningsPerShareDiluted is 2.94"
+        in (contradictions)
+    )
+    # Revenue agrees (130,497 million both): not listed.
+    assert "Total Revenue" not in contradictions
+    assert [s.form for s in filing_sources(events)] == ["10-K"]
+
+
+async def test_a_question_about_a_companys_own_risks_reads_its_10k_before_the_web(fake_openai, filed, verifying):
+    script_analysis(
+        fake_openai,
+        sub("What risks does Apple's latest 10-K name about its supply chain?", "qualitative", ["AAPL"], "filing_text"),
+    )
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(
+        fake_openai,
+        "Apple says substantially all of its manufacturing is performed by outsourcing partners located "
+        "primarily in China mainland, India, Japan, South Korea, Taiwan and Vietnam [1].",
+    )
+
+    events = await run("What supply chain risks does Apple disclose?")
+
+    assert requests_of(fake_openai, searched("What risks does Apple's latest 10-K name")) == []
+    [source] = filing_sources(events)
+    assert (source.form, source.filed) == ("10-K", date(2024, 11, 1))
+    assert source.title.endswith("Item 1A. Risk Factors")
+    prompt = synthesis_prompt(fake_openai)
+    assert "Item 1A. Risk Factors (the filing's own words)" in prompt
+    [verification] = of_type(events, "verification")
+    assert [check.status for check in verification.citations] == ["supported"]
+
+
+async def test_an_earnings_release_question_reads_the_8k_item(fake_openai, filed):
+    script_analysis(
+        fake_openai,
+        sub("What did Apple's latest earnings release say?", "qualitative", ["AAPL"], "filing_text", section="2.02"),
+    )
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple reported its results [1].")
+
+    events = await run("What did Apple's latest earnings release say?")
+
+    [source] = filing_sources(events)
+    assert (source.form, source.period, source.filed) == ("8-K", "2025-01-30", date(2025, 1, 30))
+    assert "Item 2.02" in source.title
+
+
+async def test_without_sec_user_agent_statements_come_from_yahoo_and_disclosures_from_the_web(fake_openai, filings_off):
+    script_analysis(
+        fake_openai,
+        APPLE_REVENUE,
+        sub("What risks does Apple's latest 10-K name?", "qualitative", ["AAPL"], "filing_text"),
+    )
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_well_sourced_searches(fake_openai)
+    script_synthesis(fake_openai, "Revenue and risks [1].")
+
+    events = await run("How did Apple's revenue change, and what risks does it name?")
+
+    assert filing_sources(events) == []
+    assert filings_off.requests == []  # nothing was asked of the SEC
+    assert len(requests_of(fake_openai, searched("What risks does Apple's latest 10-K name?"))) == 1
+    steps = [(e.sub_question_id, e.state, e.route) for e in of_type(events, "step")]
+    assert ("q1", "done", "market_data") in steps and ("q2", "fallback", "web_search") in steps
+    assert summary_of(events).signals["fallback_reasons"] == {"not_configured": 1}
+    assert "as reported to the SEC" not in synthesis_prompt(fake_openai)
+
+
+async def test_q3_fiscal_2025_is_the_quarter_nvidias_own_10q_calls_so(fake_openai, filed):
+    script_analysis(
+        fake_openai,
+        sub("What was NVIDIA's revenue in Q3 FY2025?", "numerical", ["NVDA"], "income_statement",
+            frequency="quarterly", fiscal_period="Q3 FY2025"),
+    )  # fmt: skip
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "NVIDIA's Q3 FY2025 revenue was $35.08 billion [1].")
+
+    events = await run("What was NVIDIA's revenue in Q3 FY2025?")
+
+    [ten_q] = filing_sources(events)
+    assert (ten_q.form, ten_q.period, ten_q.filed) == ("10-Q", "Q3 FY2025", date(2024, 11, 20))
+    prompt = synthesis_prompt(fake_openai)
+    assert "Q3 FY2025 (2024-07-29 to 2024-10-27; calendar frame CY2024Q3): 35,082,000,000 USD" in prompt
+    # The nine months to date the 10-Q also reports are not a quarter: not given as one.
+    assert "91,166,000,000" not in prompt
+
+
+async def test_a_foreign_filer_without_xbrl_figures_is_answered_from_yahoo_after_one_sec_lookup(fake_openai, filed):
+    script_analysis(
+        fake_openai,
+        sub("What was TSMC's revenue last year?", "numerical", ["TSM"], "income_statement", frequency="annual"),
+    )
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "TSMC's revenue [1].")
+
+    events = await run("What was TSMC's revenue last year?")
+
+    assert filing_sources(events) == []
+    assert [s.kind for s in summary_of(events).sources] == ["market_data"]
+    # The first line's answer (no XBRL figures: a 20-F filer) stops the other lines being asked.
+    assert sum(1 for request in filed.requests if "companyfacts" in request.path) == 1
