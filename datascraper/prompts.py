@@ -106,6 +106,14 @@ last 60 days).
   - news: `limit`, how many items.
 - qualitative: facts, events, guidance, opinions or explanations that need a web search. Leave tickers \
 empty and data null unless they help.
+- A question about what a US-listed company itself disclosed to the SEC (numerical or qualitative) reads \
+its filings first: give its ticker and in `data` one of filing_text (a section of its latest 10-K or \
+10-Q, or an 8-K item: set `section` to risk_factors, mdna (management's discussion, outlook, drivers), \
+legal_proceedings, market_risk, business, segment_note, or an 8-K item number such as 2.02 for an \
+earnings release or 5.02 for an executive change; the 10-Q when the question is about the latest \
+quarter), insider_transactions (Form 4 trades by its directors and officers), or filings (its list of \
+filings: 10-K, 10-Q, 8-K with item numbers, proxy). Reported figures need no such sub-question: \
+income_statement, balance_sheet and cash_flow are answered from the company's filings and Yahoo together.
 - analytical: a comparison or judgement that can be made from the other sub-questions' findings without \
 new facts (e.g. "Which grew faster?"). It is answered when the final answer is written.
 
@@ -129,7 +137,8 @@ Return:
 - gaps: the parts still unanswered or unsupported, one short phrase each. Empty when complete.
 - follow_up_queries: at most {max_sub_questions} new sub-questions that would close the gaps, in the same \
 form as the plan (question, type numerical|qualitative|analytical, tickers, data, and for numerical ones \
-the periods they need: frequency, periods, period, start, end, interval, limit, fiscal_period). Do not repeat a \
+the periods they need: frequency, periods, period, start, end, interval, limit, fiscal_period; and `section` for \
+filing_text). Do not repeat a \
 sub-question that was already asked: if it failed, ask it differently or drop it. Empty when complete, or \
 when more searching would not help.
 - contradictions: claims in different findings (or within one) that cannot both be true, such as two \

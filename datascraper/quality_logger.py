@@ -36,6 +36,7 @@ class SubQuestionOutcome(BaseModel):
     status: Literal["answered", "failed", "deferred"]
     fallback_reason: str | None = None
     error: str | None = None
+    from_filings: bool = False  # answered (in part) from the company's SEC filings
 
 
 class SpeculationOutcome(BaseModel):
@@ -92,6 +93,7 @@ def compute_signals(record: RunRecord) -> dict[str, Any]:
             "by_route": dict(Counter(o.planned_route for o in outcomes)),
         },
         "market_data_hits": market_hits,
+        "filing_hits": sum(1 for o in outcomes if o.from_filings),
         "web_hits": web_hits,
         "fallbacks": sum(1 for o in outcomes if o.fallback_reason is not None),
         "fallback_reasons": dict(Counter(o.fallback_reason for o in outcomes if o.fallback_reason)),

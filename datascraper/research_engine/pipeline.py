@@ -566,6 +566,7 @@ def run_record(state: RunState, timings: dict[str, int]) -> RunRecord:
             status=finding.status,
             fallback_reason=finding.fallback_reason,
             error=finding.error,
+            from_filings=finding.filings is not None,
         )
         for finding in state.findings
     ]

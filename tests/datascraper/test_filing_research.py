@@ -109,6 +109,7 @@ async def test_a_statement_question_cites_each_figure_to_the_filing_that_reporte
     assert "FY2023 (2022-09-25 to 2023-09-30" in prompt
     # Yahoo agrees with the filing: nothing is listed as a contradiction.
     assert "### Contradictions" not in prompt
+    assert summary_of(events).signals["filing_hits"] == 1
     # The step stays a market data step: the filing tools are reached through the same server.
     assert ("q1", "done", "market_data") in [(e.sub_question_id, e.state, e.route) for e in of_type(events, "step")]
 
@@ -227,7 +228,8 @@ async def test_without_sec_user_agent_statements_come_from_yahoo_and_disclosures
     assert len(requests_of(fake_openai, searched("What risks does Apple's latest 10-K name?"))) == 1
     steps = [(e.sub_question_id, e.state, e.route) for e in of_type(events, "step")]
     assert ("q1", "done", "market_data") in steps and ("q2", "fallback", "web_search") in steps
-    assert summary_of(events).signals["fallback_reasons"] == {"not_configured": 1}
+    signals = summary_of(events).signals
+    assert signals["fallback_reasons"] == {"not_configured": 1} and signals["filing_hits"] == 0
     assert "as reported to the SEC" not in synthesis_prompt(fake_openai)
 
 
