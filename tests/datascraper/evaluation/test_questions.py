@@ -12,10 +12,10 @@ from datascraper.evaluation.questions import QuestionSetInvalid, load_questions
 
 SHIPPED = Path(__file__).resolve().parents[3] / "datascraper" / "evaluation" / "questions.jsonl"
 
-VALS_CSV = '''Question,Answer,Question Type,Expert time (mins),Rubric
+VALS_CSV = """Question,Answer,Question Type,Expert time (mins),Rubric
 "What was Netflix's 2024 revenue?","$39.0 billion",Quantitative Retrieval,5,"[{""operator"": ""correctness"", ""criteria"": ""39.0 billion""}, {""operator"": ""contradiction"", ""criteria"": ""Revenue grew about 16%""}]"
 "How did Apple describe its supply chain risk?","Concentrated in Asia",Qualitative Retrieval,,
-'''
+"""
 
 
 def test_a_vals_csv_row_becomes_a_question_with_its_reference_and_rubric(tmp_path: Path) -> None:
@@ -123,5 +123,6 @@ def test_the_shipped_set_has_40_dated_questions_with_references_and_rubrics_acro
         "qualitative",
         "multi_step",
         "decline_or_qualify",
+        "filings",
     ):
         assert categories[category] >= 3, (category, categories)
