@@ -90,6 +90,10 @@ class FilingFinding(BaseModel):
         blocks.extend(f"SEC filings, {error.symbol}: {error.code}: {error.message}" for error in self.errors)
         return "\n".join(blocks) if blocks else "No filing data was retrieved."
 
+    def companies(self) -> list[str]:
+        """The tickers the filings answered for."""
+        return list(dict.fromkeys(item.symbol for item in self.results))
+
     def figures(self) -> Iterator[tuple[str, ReportedFigures]]:
         """Each ticker's reported figures, one result per line."""
         for item in self.results:
@@ -134,7 +138,12 @@ class FilingFinding(BaseModel):
 
 def filing_source(company: str, form: str, period: str | None, filed: date, url: str, what: str = "") -> Source:
     """A filing as a citable source: "SEC EDGAR — Apple Inc. 10-K for FY2024, filed 2024-11-01"."""
-    reports = f" for {period}" if period else ""
+    if not period:
+        reports = ""
+    elif period[:1].isdigit():  # a day: an 8-K's event, a Form 4's trade
+        reports = "" if period == filed.isoformat() else f" of {period}"
+    else:
+        reports = f" for {period}"
     title = f"SEC EDGAR — {company} {form}{reports}, filed {filed.isoformat()}{f', {what}' if what else ''}"
     return Source(n=0, title=title, url=url, kind="filing", form=form, period=period, filed=filed)
 
@@ -149,7 +158,8 @@ def filing_sources(result: FilingResult) -> list[Source]:
         return [figure_source(result.company, figure) for figure in result.figures]
     if isinstance(result, FilingSection):
         period = result.report_date.isoformat() if result.report_date else None
-        return [filing_source(result.company, result.form, period, result.filed, result.url, result.heading)]
+        heading = result.heading.rstrip(". ")
+        return [filing_source(result.company, result.form, period, result.filed, result.url, heading)]
     if isinstance(result, FilingList):
         return [
             filing_source(

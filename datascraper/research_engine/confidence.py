@@ -271,10 +271,11 @@ def _distinct_sources(findings: Sequence[Finding], today: date) -> dict[str, _Co
                 market = _Counted(registered_domain(result.url), MARKET_DATA_WEIGHT, web=False, opinion=False)
                 counted.setdefault(result.url, market)
         if finding.filings is not None:
-            # The company's own filing with its regulator: a primary source, weighted as one.
-            for source in finding.filings.sources():
-                filed = _Counted(registered_domain(source.url), TYPE_WEIGHTS["regulator"], web=False, opinion=False)
-                counted.setdefault(source.url, filed)
+            # A company's own filings with its regulator: a primary source, weighted as one, and one voice
+            # however many of its filings are read (three 10-Qs are not three independent publishers).
+            for symbol in finding.filings.companies():
+                filed = _Counted("sec.gov", TYPE_WEIGHTS["regulator"], web=False, opinion=False)
+                counted.setdefault(f"sec.gov filings of {symbol}", filed)
     return counted
 
 

@@ -200,15 +200,21 @@ async def _from_market_data(step: PlannedStep, *, config: ResearchConfig, today:
     )
     filed: FilingFinding | BaseException | None = None
     if data in STATEMENT_LINES:
-        reported = fetch_reported_figures(
-            step.tickers, data, request=request, fiscal=fiscal, timeout_s=config.market_data_timeout_s
+        # Bounded on its own: a slow SEC must not cost the sub-question Yahoo's answer.
+        reported = asyncio.wait_for(
+            fetch_reported_figures(
+                step.tickers, data, request=request, fiscal=fiscal, timeout_s=config.market_data_timeout_s
+            ),
+            config.market_data_timeout_s,
         )
         fetched, filed = await asyncio.gather(_settled(yahoo), _settled(reported))
     else:
         fetched = await _settled(yahoo)
-    for outcome in (fetched, filed):
-        if isinstance(outcome, BaseException) and not isinstance(outcome, MarketDataError):
-            raise outcome  # a bug: reported as the sub-question's internal error
+    # Anything else is a bug: reported as the sub-question's internal error.
+    if isinstance(fetched, BaseException) and not isinstance(fetched, MarketDataError):
+        raise fetched
+    if isinstance(filed, BaseException) and not isinstance(filed, MarketDataError | TimeoutError):
+        raise filed
     filings = filed if isinstance(filed, FilingFinding) and filed.ok else None
     market = fetched.finding if isinstance(fetched, FiscalMarketData) else None
     if (market is None or not market.ok) and filings is None:
@@ -232,15 +238,18 @@ async def _from_filings(step: PlannedStep, data: FilingDataKind, *, config: Rese
     """A question about a company's own disclosures, read in its filings; the reason it falls back to a web
     search when they have nothing (not configured, not a US filer, no such section)."""
     try:
-        filings = await fetch_disclosures(
-            step.tickers,
-            data,
-            question=step.question,
-            section=step.section,
-            timeout_s=config.market_data_timeout_s,
-        )
+        async with asyncio.timeout(config.market_data_timeout_s):  # then the web, within the sub-question's time
+            filings = await fetch_disclosures(
+                step.tickers,
+                data,
+                question=step.question,
+                section=step.section,
+                timeout_s=config.market_data_timeout_s,
+            )
     except MarketDataError as exc:
         return exc.code
+    except TimeoutError:
+        return "timeout"
     if not filings.ok:
         return filings.errors[0].code if filings.errors else "no_data"
     return Finding(step=step, status="answered", route="market_data", text=filings.summary_text(), filings=filings)

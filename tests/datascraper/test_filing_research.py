@@ -17,6 +17,7 @@ from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.server import build_server
 from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.models_config import get_research_config
 from datascraper.schemas import Source
 from tests.datascraper.conftest import MARKET_NOW
 from tests.datascraper.research_support import (
@@ -266,3 +267,29 @@ async def test_a_foreign_filer_without_xbrl_figures_is_answered_from_yahoo_after
     assert [s.kind for s in summary_of(events).sources] == ["market_data"]
     # The first line's answer (no XBRL figures: a 20-F filer) stops the other lines being asked.
     assert sum(1 for request in filed.requests if "companyfacts" in request.path) == 1
+
+
+async def test_a_hung_sec_costs_neither_yahoos_figures_nor_the_web_search(fake_openai, filed, monkeypatch):
+    monkeypatch.setenv("RESEARCH_MARKET_DATA_TIMEOUT", "0.5")
+    get_research_config.cache_clear()
+    filed.delay_s = 30.0
+    script_analysis(
+        fake_openai,
+        APPLE_REVENUE,
+        sub("What risks does Apple's latest 10-K name?", "qualitative", ["AAPL"], "filing_text"),
+    )
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_well_sourced_searches(fake_openai)
+    script_synthesis(fake_openai, "Revenue and risks [1].")
+
+    try:
+        events = await run("How did Apple's revenue change, and what risks does it name?")
+    finally:
+        filed.delay_s = 0.0
+        get_research_config.cache_clear()
+
+    steps = [(e.sub_question_id, e.state, e.route) for e in of_type(events, "step")]
+    assert ("q1", "done", "market_data") in steps and ("q2", "fallback", "web_search") in steps
+    assert filing_sources(events) == []
+    assert summary_of(events).signals["fallback_reasons"] == {"timeout": 1}
+    assert "Yahoo Finance — AAPL income statement" in synthesis_prompt(fake_openai)
