@@ -284,6 +284,28 @@ _STOPWORDS = frozenset(
 )
 
 
+_INSIDER_WORDS = re.compile(
+    r"\binsiders?\b|\bform 4\b"
+    r"|\b(directors?|officers?|executives?|ceo|cfo)\b.{0,40}\b(sold|bought|sell|buy|sales|purchases)\b",
+    re.IGNORECASE,
+)
+_FILING_WORDS = re.compile(
+    r"\b10-k\b|\b10-q\b|\b8-k\b|\bannual report\b|\bquarterly report\b|\brisk factors\b|\bdisclos"
+    r"|\bfil(ed|ing|ings) with the sec\b|\bsec filings?\b|\bmanagement's discussion\b|\bmd&a\b",
+    re.IGNORECASE,
+)
+
+
+def disclosure_data(question: str) -> FilingDataKind | None:
+    """What a question's words ask of a company's filings when the analyzer gave no data hint: insider
+    trades, or its filings' text; None when they name neither."""
+    if _INSIDER_WORDS.search(question):
+        return "insider_transactions"
+    if _FILING_WORDS.search(question):
+        return "filing_text"
+    return None
+
+
 def section_for(question: str, asked: str | None = None) -> tuple[str, str]:
     """The section (or 8-K item) and form a disclosure question reads: the analyzer's `asked` section when
     it named a known one, else the question's words."""

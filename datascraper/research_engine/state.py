@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
-from datascraper.filings.research import FilingFinding
+from datascraper.filings.research import FilingFinding, disclosure_data
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
@@ -88,6 +88,9 @@ def plan_steps(sub_questions: list[SubQuestion], *, first_number: int, today: da
     (the asker's): fixed at planning, so a resumed run asks for the same periods."""
     steps = []
     for n, sq in enumerate(sub_questions, start=first_number):
+        if sq.type == "qualitative" and sq.tickers and sq.data is None and (asked := disclosure_data(sq.question)):
+            # A company's own disclosure the analyzer gave no data hint for: its filings are read first.
+            sq = sq.model_copy(update={"data": asked})
         route = route_sub_question(sq)
         asks_market_data = route == "market_data" and not is_filing_data(sq.data)
         steps.append(

@@ -12,12 +12,14 @@ import pytest
 
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
+from datascraper.filings.research import FilingFinding, FilingToolResult
 from datascraper.filings.service import FilingsService
 from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.server import build_server
 from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.models_config import get_research_config
+from datascraper.research_engine.state import Finding, plan_steps
 from datascraper.schemas import Source
 from tests.datascraper.conftest import MARKET_NOW
 from tests.datascraper.research_support import (
@@ -293,3 +295,47 @@ async def test_a_hung_sec_costs_neither_yahoos_figures_nor_the_web_search(fake_o
     assert filing_sources(events) == []
     assert summary_of(events).signals["fallback_reasons"] == {"timeout": 1}
     assert "Yahoo Finance — AAPL income statement" in synthesis_prompt(fake_openai)
+
+
+async def test_insider_trades_are_read_from_form_4s_each_cited(fake_openai, filed):
+    # No data hint: the question's words name insider trades.
+    script_analysis(fake_openai, sub("Have Apple's insiders been selling shares recently?", "qualitative", ["AAPL"]))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple insiders sold shares [1].")
+
+    events = await run("Have Apple's insiders been selling?")
+
+    assert requests_of(fake_openai, searched("Have Apple's insiders been selling shares")) == []
+    sources = filing_sources(events)
+    assert sources and {s.form for s in sources} == {"4"}
+    assert all(s.url.endswith(".xml") and s.period and s.filed for s in sources)
+    assert "insider transactions from 2 Form 4 filings" in synthesis_prompt(fake_openai)
+
+
+async def test_a_companys_filings_are_listed_with_their_8k_items(fake_openai, filed):
+    script_analysis(fake_openai, sub("Which 8-K filings has Apple made recently?", "qualitative", ["AAPL"], "filings"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple filed 8-Ks [1].")
+
+    events = await run("Which 8-Ks has Apple filed recently?")
+
+    sources = filing_sources(events)
+    assert [s.form for s in sources] == ["8-K", "8-K", "8-K"]
+    assert sources[0].title.endswith("items 2.02, 9.01") and sources[0].filed == date(2025, 1, 30)
+
+
+def test_a_finding_with_filings_survives_a_checkpoint():
+    [step] = plan_steps([APPLE_REVENUE], first_number=1, today=date(2025, 6, 13))
+    section = {"ticker": "AAPL", "cik": "0000320193", "company": "Apple Inc.", "as_of": "2024-11-01",
+               "url": "https://www.sec.gov/x.htm", "form": "10-K", "filed": "2024-11-01", "report_date": "2024-09-28",
+               "accession": "0000320193-24-000123", "section": "risk_factors", "heading": "Item 1A. Risk Factors",
+               "text": "Risks.", "offset": 0, "total_chars": 6, "truncated": False}  # fmt: skip
+    filings = FilingFinding(
+        tickers=["AAPL"], results=[FilingToolResult(symbol="AAPL", tool="get_filing_section", data=section)]
+    )
+    finding = Finding(step=step, status="answered", route="market_data", text="Risks.", filings=filings)
+
+    restored = Finding.model_validate_json(finding.model_dump_json())
+
+    assert restored == finding and restored.filings is not None
+    assert restored.filings.sources()[0].title.endswith("Item 1A. Risk Factors")

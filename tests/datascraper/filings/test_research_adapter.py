@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from datascraper.filings.research import SECTION_KEPT_CHARS, FilingToolResult, relevant_paragraphs, section_for
+from datascraper.filings.research import (
+    SECTION_KEPT_CHARS,
+    FilingToolResult,
+    disclosure_data,
+    relevant_paragraphs,
+    section_for,
+)
 from datascraper.research_engine.cross_check import agree
 
 
@@ -62,3 +68,17 @@ def test_a_short_section_is_given_whole():
 )
 def test_figures_differ_only_beyond_rounding(yahoo, filed, same):
     assert agree(yahoo, filed) is same
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What risks does Apple disclose about China?", "filing_text"),
+        ("What does NVIDIA's latest 10-Q say about export controls?", "filing_text"),
+        ("Have Apple's insiders been selling shares?", "insider_transactions"),
+        ("Did Tesla's CEO sell stock this year?", "insider_transactions"),
+        ("What do analysts think of Apple's services growth?", None),
+    ],
+)
+def test_a_question_without_a_data_hint_names_a_filing_by_its_words(question, expected):
+    assert disclosure_data(question) == expected
