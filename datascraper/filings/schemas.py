@@ -71,6 +71,15 @@ class ReportedFigure(BaseModel):
     restated: bool = Field(description="True when filings report different values for this period.")
     versions: list[FigureVersion] = Field(description="Every filing that reported this period, newest first.")
 
+    @property
+    def span(self) -> str:
+        """ "2023-10-01 to 2024-09-28", or "at 2024-09-28" for a balance."""
+        return f"{self.start} to {self.end}" if self.start else f"at {self.end}"
+
+    def earlier_value(self) -> FigureVersion | None:
+        """The newest earlier filing that reported another value for this period (a restatement)."""
+        return next((v for v in self.versions[1:] if v.value != self.value), None)
+
 
 class ReportedFigures(FilingResult):
     concept_asked: str
@@ -80,15 +89,12 @@ class ReportedFigures(FilingResult):
     def summary_text(self) -> str:
         lines = [f"{self.company} ({self.ticker}), {self.concept_asked} as reported to the SEC:"]
         for figure in self.figures:
-            earlier = [v for v in figure.versions[1:] if v.value != figure.value]
+            earlier = figure.earlier_value()
             restated = (
-                f"; restated: {_number(earlier[0].value)} in the {earlier[0].form} filed {earlier[0].filed}"
-                if earlier
-                else ""
+                f"; restated: {_number(earlier.value)} in the {earlier.form} filed {earlier.filed}" if earlier else ""
             )
-            period = f"{figure.start} to {figure.end}" if figure.start else f"at {figure.end}"
             lines.append(
-                f"{figure.label} ({period}; calendar {figure.frame or 'frame not assigned'}): "
+                f"{figure.label} ({figure.span}; calendar {figure.frame or 'frame not assigned'}): "
                 f"{_number(figure.value)} {figure.unit} [{figure.concept}], {figure.form} filed {figure.filed}, "
                 f"accession {figure.accession}{restated}"
             )

@@ -206,17 +206,14 @@ def _render_figures(result: ReportedFigures, book: SourceBook) -> str:
     ]
     for figure in result.figures:
         n = book.add_source(figure_source(result.company, figure))
-        earlier = [v for v in figure.versions[1:] if v.value != figure.value]
+        earlier = figure.earlier_value()
         restated = (
-            f"; restated: the {earlier[0].form} filed {earlier[0].filed} reported {_plain(earlier[0].value)}"
-            if earlier
-            else ""
+            f"; restated: the {earlier.form} filed {earlier.filed} reported {_plain(earlier.value)}" if earlier else ""
         )
-        period = f"{figure.start} to {figure.end}" if figure.start else f"at {figure.end}"
         lines.append(
             prompts.FILED_FIGURE_LINE.format(
                 label=figure.label,
-                period=period,
+                period=figure.span,
                 frame=figure.frame or "none",
                 value=_plain(figure.value),
                 shown=fmt(figure.value),
