@@ -56,13 +56,14 @@ ANALYSIS = QueryAnalysis(
         sub("How did Apple's revenue change, and how does the latest quarter compare?", "analytical"),
     ],
 )  # fmt: skip
-# The answer's words, citing the run's sources by their numbers: [1] the FY2024 10-K, [2] Yahoo's statements,
-# [3] the Q1 FY2025 10-Q, [4] the 8-K's item 2.02 (`--brief` lists them). Its figures are the filed ones.
+# The answer's words, citing the run's sources by their numbers: [1] the FY2024 10-K, [2] Yahoo's annual
+# statement, [3] the Q1 FY2025 10-Q, [4] Yahoo's quarterly statement, [5] the 8-K's item 2.02 (`--brief` lists
+# them). Its figures are the filed ones.
 ANSWER = [
     "Apple's revenue was $391,035 million in fiscal 2024, up 2.02% from $383,285 million in fiscal 2023 [1].",
     "In its latest quarter, the first of fiscal 2025, ended December 28, 2024, revenue was $124,300 million [3].",
     "Its earnings release was filed on Form 8-K under Item 2.02: Apple issued a press release regarding its "
-    "financial results for its first fiscal quarter ended December 28, 2024, attached as Exhibit 99.1 [4].",
+    "financial results for its first fiscal quarter ended December 28, 2024, attached as Exhibit 99.1 [5].",
 ]
 
 

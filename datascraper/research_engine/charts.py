@@ -62,7 +62,9 @@ def charts_for(findings: Sequence[Finding], sources: Sequence[Source]) -> list[C
 
     The same findings and sources give the same charts, so a resumed run sends them again unchanged.
     """
-    numbers = {source.url: source.n for source in sources}
+    numbers = {(source.url, source.title): source.n for source in sources}
+    for source in sources:  # by URL alone too: the first source of a page, for a result titled otherwise
+        numbers.setdefault((source.url, ""), source.n)
     charts: list[ChartEvent] = []
     for finding in findings:
         if finding.market_data is None:
@@ -79,12 +81,13 @@ def charts_for(findings: Sequence[Finding], sources: Sequence[Source]) -> list[C
     return charts
 
 
-def _charts_of(finding: Finding, numbers: dict[str, int]) -> list[ChartEvent]:
+def _charts_of(finding: Finding, numbers: dict[tuple[str, str], int]) -> list[ChartEvent]:
     assert finding.market_data is not None
     numbered = [
-        (result.result(), numbers[clean_url(result.url)])
+        (result.result(), n)
         for result in finding.market_data.results
-        if clean_url(result.url) in numbers
+        if (n := numbers.get((clean_url(result.url), result.title), numbers.get((clean_url(result.url), ""))))
+        is not None
     ]
     histories = [(typed, n) for typed, n in numbered if isinstance(typed, PriceHistory)]
     statements = [(typed, n) for typed, n in numbered if isinstance(typed, FinancialStatement)]

@@ -20,18 +20,18 @@ from datascraper.research_engine.state import RunState
 
 def market_evidence(state: RunState) -> dict[int, MarketEvidence | SourceText]:
     """What each market-data or filing source of the answer returned, and the facts computed from it."""
-    payloads: dict[str, list[dict]] = {}
-    for url, payload in _market_results(state):
-        payloads.setdefault(url, []).append(payload)
+    payloads: dict[tuple[str, str], list[dict]] = {}
+    for key, payload in _market_results(state):
+        payloads.setdefault(key, []).append(payload)
     market_sources = [source for source in state.sources if source.kind == "market_data"]
     if state.market_payloads:
         # The fast path's quote: its answer's one source.
         for source in market_sources:
-            payloads.setdefault(source.url, []).extend(state.market_payloads)
+            payloads.setdefault((source.url, source.title), []).extend(state.market_payloads)
     evidence: dict[int, MarketEvidence | SourceText] = {
-        source.n: MarketEvidence.of(source, payloads[source.url], state.facts)
+        source.n: MarketEvidence.of(source, payloads[(source.url, source.title)], state.facts)
         for source in market_sources
-        if source.url in payloads
+        if (source.url, source.title) in payloads
     }
     filed, passages = _filed_values(state), _passages(state)
     for source in state.sources:
@@ -58,12 +58,12 @@ def _market_payloads(state: RunState) -> list[dict]:
     return [*state.market_payloads, *(payload for _, payload in _market_results(state))]
 
 
-def _market_results(state: RunState) -> Iterator[tuple[str, dict]]:
-    """Each market-data tool result of the findings: the URL its source cites, and its payload."""
+def _market_results(state: RunState) -> Iterator[tuple[tuple[str, str], dict]]:
+    """Each market-data tool result of the findings: the URL and title its source cites, and its payload."""
     for finding in state.findings:
         if finding.market_data is not None:
             for result in finding.market_data.results:
-                yield clean_url(result.url), result.data
+                yield (clean_url(result.url), result.title), result.data
 
 
 def _filed_values(state: RunState) -> dict[str, list[tuple[float, str]]]:

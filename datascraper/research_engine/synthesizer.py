@@ -44,20 +44,23 @@ _MARKER = re.compile(r"\[(\d+)\]")
 
 
 class SourceBook:
-    """The run's numbered sources, one entry per URL (tracking parameters ignored), in order of first use."""
+    """The run's numbered sources in order of first use: a web page once per URL (tracking parameters
+    ignored); a tool's result once per URL and title, since one Yahoo page serves a company's annual and
+    quarterly statements alike."""
 
     def __init__(self) -> None:
-        self._by_url: dict[str, Source] = {}
+        self._by_key: dict[tuple[str, str], Source] = {}
 
     def add(self, title: str, url: str, kind: SourceKind, as_of: str | None = None) -> int:
         return self._register(Source(n=0, title=title, url=url, kind=kind, as_of=as_of))
 
     def _register(self, cited: Source) -> int:
         """The number of `cited`'s page, registering a copy of it (publisher and date kept) if new."""
-        key = clean_url(cited.url)
-        source = self._by_url.get(key)
+        url = clean_url(cited.url)
+        key = (url, "" if cited.kind == "web" else cited.title)
+        source = self._by_key.get(key)
         if source is None:
-            source = self._by_url[key] = cited.model_copy(update={"n": len(self._by_url) + 1, "url": key})
+            source = self._by_key[key] = cited.model_copy(update={"n": len(self._by_key) + 1, "url": url})
         return source.n
 
     def add_source(self, source: Source) -> int:
@@ -75,7 +78,7 @@ class SourceBook:
 
     @property
     def sources(self) -> list[Source]:
-        return list(self._by_url.values())
+        return list(self._by_key.values())
 
 
 def render_findings(findings: Sequence[Finding], book: SourceBook, facts: Sequence[Fact] = ()) -> str:
