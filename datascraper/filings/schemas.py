@@ -144,6 +144,17 @@ class FilingList(FilingResult):
 # --- a section's text ---------------------------------------------------------------------------------
 
 
+class FilingExhibit(BaseModel):
+    """An exhibit of an 8-K read after the item that names it (the earnings release of item 2.02, say)."""
+
+    number: str = Field(description="The exhibit's number, e.g. 99.1.")
+    type: str = Field(description="Its document type on the filing's index page, e.g. EX-99.1.")
+    description: str | None = Field(description="What the filing says it is, e.g. 'Press release issued ...'.")
+    url: str = Field(description="The exhibit's own document, to cite for what it says.")
+    starts_at: int = Field(description="Where its heading line starts in the whole text (an offset to ask for).")
+    total_chars: int = Field(description="Length of the exhibit's text.")
+
+
 class FilingSection(FilingResult):
     form: str
     filed: date
@@ -152,9 +163,19 @@ class FilingSection(FilingResult):
     section: str = Field(description="What was asked: risk_factors, mdna, legal_proceedings, ... or an 8-K item.")
     heading: str = Field(description="The heading found in the document, e.g. 'Item 1A. Risk Factors'.")
     text: str
-    offset: int = Field(description="Characters of the section skipped before `text`.")
-    total_chars: int = Field(description="Length of the whole section's text.")
-    truncated: bool = Field(description="True when the section goes on past `text`: ask again with a later offset.")
+    offset: int = Field(description="Characters of the whole text skipped before `text`.")
+    total_chars: int = Field(description="Length of the whole text: the section's, then any exhibits'.")
+    truncated: bool = Field(description="True when the text goes on past `text`: ask again with a later offset.")
+    exhibits: list[FilingExhibit] = Field(
+        default_factory=list,
+        description=(
+            "Exhibits of an 8-K appended to the item's text, each after a line '[Exhibit 99.1 ...: <url>]' "
+            "(the item's own text comes first; `url` stays the 8-K's document)."
+        ),
+    )
+    exhibit_note: str | None = Field(
+        default=None, description="Why an exhibit the 8-K item refers to is not in the text, when one is not."
+    )
 
     def summary_text(self) -> str:
         more = (
@@ -162,9 +183,16 @@ class FilingSection(FilingResult):
             if self.truncated
             else ""
         )
+        notes = "".join(
+            f"\n[Exhibit {e.number} ({e.url}) starts at character {e.starts_at:,}: ask with that offset]"
+            for e in self.exhibits
+            if e.starts_at >= self.offset + len(self.text)
+        )
+        if self.exhibit_note:
+            notes += f"\n[{self.exhibit_note}]"
         return (
             f"{self.company} ({self.ticker}), {self.form} filed {self.filed}, {self.heading} ({self.url}):\n"
-            f"{self.text}{more}"
+            f"{self.text}{more}{notes}"
         )
 
 

@@ -167,3 +167,122 @@ def _next_heading(lines: list[str], start: int, pattern: re.Pattern[str]) -> int
         if len(line) <= _MAX_HEADING_CHARS and (pattern.match(line) or _SIGNATURES.match(line) or _PART.match(line)):
             return index
     return len(lines)
+
+
+# --- an 8-K item's exhibits --------------------------------------------------------------------------------
+#
+# An 8-K item often says no more than "a copy of the press release is attached hereto as Exhibit 99.1": the
+# figures are in the exhibit, a document of its own in the same filing. The item names the exhibit by its
+# number; the filing's index page (`<accession>-index.htm`) names every document by its type (EX-99.1), in
+# its "Document Format Files" table: `<table class="tableFile" summary="Document Format Files">`, a header
+# row of `<th>` (Seq, Description, Document, Type, Size), then one `<tr>` of `<td scope="row">` cells a
+# document, its link in the Document cell (`/ix?doc=/Archives/...` for an inline XBRL primary document,
+# `/Archives/edgar/data/<cik>/<accession>/<name>` otherwise). XBRL files follow in a "Data Files" table.
+
+# Exhibits the tools read after an item: the 99 series (press releases, presentations, letters), not the
+# agreements of the 10 series nor the XBRL of 101 and 104, which can run to hundreds of pages.
+READ_EXHIBIT_SERIES = ("99",)
+# Items whose exhibit is their substance: read their 99-series exhibit even when the item names none.
+ITEMS_WITH_EXHIBIT = ("2.02", "7.01", "8.01")
+_EXHIBIT_NUMBER = r"\d{1,3}(?:\.\d{1,3})?"
+_EXHIBIT_REFERENCE = re.compile(
+    rf"\bexhibits?\s+(?:nos?\.?\s*)?({_EXHIBIT_NUMBER}(?:\s*(?:,|and|&)\s*(?:exhibit\s+)?{_EXHIBIT_NUMBER})*)",
+    re.IGNORECASE,
+)
+_EXHIBIT_TYPE = re.compile(r"^EX-(\d{1,3}(?:\.\d{1,3})?)[A-Z]?$", re.IGNORECASE)
+_INLINE_VIEWER = re.compile(r"^/?ix(?:\.xhtml)?\?doc=", re.IGNORECASE)
+_EXHIBIT_ROW = re.compile(rf"^(?:exhibit\s+)?({_EXHIBIT_NUMBER})\s*[.:\-\u2013\u2014]?\s+(\S.*)$", re.IGNORECASE)
+_MAX_EXHIBIT_ROW_CHARS = 300
+_INDEX_COLUMNS = {"seq": 0, "description": 1, "document": 2, "type": 3}
+
+
+def exhibits_named(text: str) -> list[str]:
+    """The exhibit numbers an item's text names, in order: "as Exhibits 99.1 and 99.2" gives 99.1, 99.2."""
+    numbers: list[str] = []
+    for match in _EXHIBIT_REFERENCE.finditer(text):
+        numbers.extend(re.findall(_EXHIBIT_NUMBER, match.group(1)))
+    return list(dict.fromkeys(numbers))
+
+
+def exhibits_to_read(item: str, text: str) -> tuple[list[str], bool]:
+    """The exhibit numbers worth reading after an 8-K item's text, and whether any 99-series exhibit of the
+    filing will do (an earnings or Regulation FD item that mentions an exhibit without its number)."""
+    named = [n for n in exhibits_named(text) if n.split(".")[0] in READ_EXHIBIT_SERIES]
+    if named:
+        return named, False
+    return [], item in ITEMS_WITH_EXHIBIT and re.search(r"\bexhibit", text, re.IGNORECASE) is not None
+
+
+def filing_documents(html: bytes) -> list[dict[str, str]]:
+    """The documents a filing's index page lists in its "Document Format Files" table, each as
+    {seq, description, type, href}, `href` as the page links it. JSON-able, for the cache.
+
+    Raises:
+        FilingsUpstreamError: the page is not HTML or has no document table.
+    """
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError) as exc:
+        raise FilingsUpstreamError("The filing's index page could not be read as HTML.") from exc
+    tables = [t for t in root.iter("table") if "tablefile" in (t.get("class") or "").lower().split()]
+    documents = [t for t in tables if (t.get("summary") or "").strip().lower() == "document format files"]
+    if not documents and not tables:
+        raise FilingsUpstreamError("The filing's index page lists no documents.")
+    rows: list[dict[str, str]] = []
+    for table in documents or tables:
+        columns = dict(_INDEX_COLUMNS)
+        for row in table.iter("tr"):
+            headers = [_cell_text(th).lower() for th in row.findall("th")]
+            if headers:
+                columns.update({name: headers.index(name) for name in _INDEX_COLUMNS if name in headers})
+                continue
+            cells = row.findall("td")
+            if len(cells) <= max(columns.values()):
+                continue
+            links = cells[columns["document"]].xpath(".//a/@href")
+            if not links:
+                continue
+            rows.append(
+                {
+                    "seq": _cell_text(cells[columns["seq"]]),
+                    "description": _cell_text(cells[columns["description"]]),
+                    "type": _cell_text(cells[columns["type"]]).upper(),
+                    "href": str(links[0]).strip(),
+                }
+            )
+    return rows
+
+
+def exhibit_list(text: str) -> dict[str, str]:
+    """The exhibits an 8-K lists under Item 9.01, by number: its table's rows ("99.1 Press release issued by
+    Apple Inc. on January 30, 2025.") are lines of the document's text."""
+    found: dict[str, str] = {}
+    for line in text.split("\n"):
+        match = _EXHIBIT_ROW.match(line)
+        if match and len(line) <= _MAX_EXHIBIT_ROW_CHARS:
+            found.setdefault(match.group(1), match.group(2).strip())
+    return found
+
+
+def exhibit_number(document_type: str) -> str | None:
+    """ "EX-99.1" gives "99.1"; a primary document's type (8-K), GRAPHIC or XML gives None."""
+    match = _EXHIBIT_TYPE.match(document_type.strip())
+    return match.group(1) if match else None
+
+
+def document_name(href: str, folder: str) -> str | None:
+    """The file name a link of the index page points to, when it is a document of the filing itself
+    (`folder`: `/Archives/edgar/data/<cik>/<accession without dashes>/`); None for any other link."""
+    path = _INLINE_VIEWER.sub("", href.strip(), count=1).split("?", 1)[0].split("#", 1)[0]
+    path = re.sub(r"^https?://[^/]+", "", path)
+    if path.startswith("/"):
+        if not path.startswith(folder):
+            return None
+        path = path[len(folder) :]
+    if not path or "/" in path or path.startswith(".") or not re.search(r"\.(?:htm|html|txt)$", path, re.I):
+        return None
+    return path
+
+
+def _cell_text(cell: etree._Element) -> str:
+    return _SPACES.sub(" ", cell.text_content()).strip()

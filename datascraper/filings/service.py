@@ -2,12 +2,14 @@
 
 Every method reads the ticker map first (cached a day), then the submissions file or the company facts
 (cached an hour or hours), then, for text and Form 4s, the filed documents (cached for a month: a filed
-document never changes).
+document never changes). An 8-K item that refers to its exhibit (an earnings release's Exhibit 99.1) also
+reads the filing's index page and that exhibit, cached as long.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import date
 from typing import Any
 
@@ -16,6 +18,7 @@ from datascraper.filings.companies import Company, archive_url, find_company, su
 from datascraper.filings.concepts import resolve_concept
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.errors import (
+    FilingError,
     FilingInvalidArgument,
     FilingNotFound,
     FilingsUpstreamError,
@@ -25,6 +28,7 @@ from datascraper.filings.facts import Frequency, PeriodQuery, reported_figures
 from datascraper.filings.insiders import parse_form4, raw_document
 from datascraper.filings.schemas import (
     Filing,
+    FilingExhibit,
     FilingItem,
     FilingList,
     FilingSection,
@@ -32,7 +36,18 @@ from datascraper.filings.schemas import (
     InsiderTransactions,
     ReportedFigures,
 )
-from datascraper.filings.sections import EIGHT_K_ITEM, check_section, document_text, find_section
+from datascraper.filings.sections import (
+    EIGHT_K_ITEM,
+    READ_EXHIBIT_SERIES,
+    check_section,
+    document_name,
+    document_text,
+    exhibit_list,
+    exhibit_number,
+    exhibits_to_read,
+    filing_documents,
+    find_section,
+)
 from datascraper.market_data.cache import TTLCache
 
 MAX_FIGURES = 20
@@ -40,6 +55,8 @@ MAX_FILINGS = 100
 DEFAULT_FILINGS = 20
 DEFAULT_SECTION_CHARS = 12_000
 MAX_SECTION_CHARS = 40_000
+# At most this many exhibits are read after an 8-K item (each is a request when not cached).
+MAX_EXHIBITS = 3
 DEFAULT_FORM4_FILINGS = 5
 MAX_FORM4_FILINGS = 20
 # Forms of foreign private issuers: their annual figures are in the report, rarely in us-gaap XBRL facts.
@@ -178,6 +195,10 @@ class FilingsService:
         )
         text = await self.client.document(filing.url, ttl_s=self.client.config.document_ttl_s, transform=document_text)
         found = find_section(text, section)
+        whole, note = found.text, None
+        exhibits: list[FilingExhibit] = []
+        if EIGHT_K_ITEM.match(section):
+            whole, exhibits, note = await self._with_exhibits(company, filing, section, found.text, text)
         size = max(500, min(max_chars, MAX_SECTION_CHARS))
         return FilingSection(
             ticker=company.ticker,
@@ -191,11 +212,81 @@ class FilingsService:
             accession=filing.accession,
             section=section,
             heading=found.heading,
-            text=found.text[offset : offset + size],
+            text=whole[offset : offset + size],
             offset=offset,
-            total_chars=len(found.text),
-            truncated=offset + size < len(found.text),
+            total_chars=len(whole),
+            truncated=offset + size < len(whole),
+            exhibits=exhibits,
+            exhibit_note=note,
         )
+
+    async def _with_exhibits(
+        self, company: Company, filing: Filing, item: str, item_text: str, document: str
+    ) -> tuple[str, list[FilingExhibit], str | None]:
+        """The item's text followed by the text of each exhibit it refers to, each after a line naming it
+        with its URL; the exhibits; and why one is missing. Finding or reading an exhibit never fails the
+        call: the item's text is still the answer."""
+        numbers, any_99 = exhibits_to_read(item, item_text)
+        if not numbers and not any_99:
+            return item_text, [], None
+        asked = " and ".join(f"Exhibit {n}" for n in numbers) or "The exhibit"
+        try:
+            listed = await self.client.document(
+                filing.index_url, ttl_s=self.client.config.document_ttl_s, transform=filing_documents
+            )
+        except FilingError as exc:
+            return item_text, [], f"{asked} is not included: the filing's index page could not be read ({exc.code})."
+        folder = f"/Archives/edgar/data/{company.cik}/{filing.accession.replace('-', '')}/"
+        documents: dict[str, dict[str, str]] = {}
+        for row in listed:
+            number, name = exhibit_number(row["type"]), document_name(row["href"], folder)
+            if number is not None and name is not None:
+                documents.setdefault(number, {**row, "name": name})
+        if numbers:
+            picked = [n for n in numbers if n in documents]
+        else:
+            picked = [n for n in documents if n.split(".")[0] in READ_EXHIBIT_SERIES]
+        notes = [
+            f"The filing's index lists no document for Exhibit {n}, so it is not included."
+            for n in numbers
+            if n not in documents
+        ]
+        if not numbers and not picked:
+            notes.append("The filing's index lists no exhibit 99 document, so none is included.")
+        picked = picked[:MAX_EXHIBITS]
+        urls = [archive_url(self.client, company, filing.accession, documents[n]["name"]) for n in picked]
+        texts = await asyncio.gather(*(self._exhibit_text(url) for url in urls))
+        listed_in_8k = exhibit_list(document)
+        whole = item_text
+        exhibits: list[FilingExhibit] = []
+        for number, url, read in zip(picked, urls, texts, strict=True):
+            if isinstance(read, FilingError) or not read:
+                why = f"could not be read ({read.code})" if isinstance(read, FilingError) else "has no text"
+                notes.append(f"Exhibit {number} {why}, so it is not included.")
+                continue
+            row = documents[number]
+            description = listed_in_8k.get(number) or _informative(row["description"], number)
+            named = f", {description.rstrip('.')}" if description else ""
+            line = f"[Exhibit {number}{named}: {url}]"
+            starts_at = len(whole) + 2
+            whole = f"{whole}\n\n{line}\n{read}"
+            exhibits.append(
+                FilingExhibit(
+                    number=number,
+                    type=row["type"],
+                    description=description,
+                    url=url,
+                    starts_at=starts_at,
+                    total_chars=len(read),
+                )
+            )
+        return whole, exhibits, " ".join(notes) or None
+
+    async def _exhibit_text(self, url: str) -> str | FilingError:
+        try:
+            return await self.client.document(url, ttl_s=self.client.config.document_ttl_s, transform=document_text)
+        except FilingError as exc:
+            return exc
 
     @staticmethod
     def _pick(filings: list[Filing], form: str, section: str, accession: str | None) -> Filing:
@@ -243,6 +334,12 @@ class FilingsService:
             )
         except FilingNotFound:
             return None  # listed but not served: the others still answer
+
+
+def _informative(description: str, number: str) -> str | None:
+    """The index page's description of an exhibit, unless it only repeats its type ("EX-99.1", "EXHIBIT 99.1")."""
+    plain = re.sub(r"[^0-9a-z.]", "", description.lower())
+    return None if plain in ("", number, f"ex{number}", f"exhibit{number}") else description
 
 
 def _is_form(form: str, wanted: list[str]) -> bool:

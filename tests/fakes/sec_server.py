@@ -8,13 +8,15 @@ As strict as the real one where it matters to a client:
 - a file on the wrong host is a 404, as is an unknown CIK, ticker file or document.
 
 Tests point the client at `fake.data_url` / `fake.www_url` (the `SEC_DATA_URL` / `SEC_WWW_URL` settings),
-read `fake.requests` to see what reached the SEC, and script throttling with `fake.throttle(times, retry_after)`.
+read `fake.requests` to see what reached the SEC, script throttling with `fake.throttle(times, retry_after)`,
+and replace a file's reply (another body, or a 404) with `fake.serve(path, body, status=...)` until `reset()`.
 
 The fixture data: Apple (fiscal year ending in late September; CIK 320193; its fiscal 2024 10-K, an 8-K
-with items 2.02 and 9.01, and two Form 4s), NVIDIA (late January, so fiscal 2025 is calendar 2024; its
-Q3 FY2025 10-Q; its fiscal 2025 10-K restates fiscal 2024's diluted EPS for the June 2024 10-for-1 split,
-11.93 to 1.19), and TSMC (a foreign private issuer filing 20-F and 6-K, with no XBRL company facts). The
-documents are short, written for the tests with the real ones' headings and layout.
+with items 2.02 and 9.01, its index page in EDGAR's layout and its Exhibit 99.1 earnings release, and two
+Form 4s), NVIDIA (late January, so fiscal 2025 is calendar 2024; its Q3 FY2025 10-Q; its fiscal 2025 10-K
+restates fiscal 2024's diluted EPS for the June 2024 10-for-1 split, 11.93 to 1.19), and TSMC (a foreign
+private issuer filing 20-F and 6-K, with no XBRL company facts). The documents are short, written for the
+tests with the real ones' headings and layout.
 Figures are the companies' reported ones; accession numbers and Form 4 details have the real shape but are
 illustrative, not to be cited.
 """
@@ -69,7 +71,7 @@ class FakeSecServer:
         self._blocked_until = 0.0
         self._forced: list[int | None] = []  # scripted 429s, each with its Retry-After
         self._server: ThreadedAsgiServer | None = None
-        self._served: dict[str, bytes] = {}
+        self._served: dict[str, tuple[int, bytes]] = {}
         self.url = ""
 
     # lifecycle
@@ -105,11 +107,11 @@ class FakeSecServer:
         with self._lock:
             self._forced.extend([retry_after] * times)
 
-    def serve(self, path: str, body: bytes) -> None:
-        """Answer `path` (e.g. `/data.sec.gov/api/xbrl/companyfacts/CIK0000320193.json`) with `body` instead
-        of the fixture file: a benchmark's real-size reply, say."""
+    def serve(self, path: str, body: bytes, *, status: int = 200) -> None:
+        """Answer `path` (e.g. `/data.sec.gov/api/xbrl/companyfacts/CIK0000320193.json`) with `body` and
+        `status` instead of the fixture file: a benchmark's real-size reply, say, or a 404. Until `reset()`."""
         with self._lock:
-            self._served[path] = body
+            self._served[path] = (status, body)
 
     def paths(self, status: int | None = None) -> list[str]:
         with self._lock:
@@ -120,6 +122,7 @@ class FakeSecServer:
             self.requests.clear()
             self._recent.clear()
             self._forced.clear()
+            self._served.clear()
             self._blocked_until = 0.0
 
     # the wire
@@ -166,7 +169,8 @@ class FakeSecServer:
         if method != "GET":
             return 405, b"", {}
         if path in self._served:
-            return 200, self._served[path], {}
+            status, body = self._served[path]
+            return status, body, {}
         file = self._file(host, path)
         if file is None:
             return 404, b"<html><body>Not Found</body></html>", {}

@@ -239,8 +239,9 @@ async def test_an_8k_item_is_read_from_the_latest_8k_that_carries_it(mcp_client:
     section = FilingSection.model_validate(result.structured_content)
     assert (section.form, str(section.filed), section.accession) == ("8-K", "2025-01-30", "0000320193-25-000007")
     assert section.heading == "Item 2.02 Results of Operations and Financial Condition."
-    assert "first fiscal quarter ended December 28, 2024" in section.text
-    assert "Exhibit 99.1" in section.text and "Press release issued" not in section.text  # stops at Item 9.01
+    item = section.text[: section.exhibits[0].starts_at]  # then its Exhibit 99.1 (test_exhibits.py)
+    assert "first fiscal quarter ended December 28, 2024" in item
+    assert "Exhibit 99.1" in item and "Press release issued" not in item  # stops at Item 9.01
 
 
 async def test_a_section_is_bounded_and_read_on_by_offset(mcp_client: InMemoryMCP) -> None:
