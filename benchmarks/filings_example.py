@@ -58,12 +58,12 @@ ANALYSIS = QueryAnalysis(
 )  # fmt: skip
 # The answer's words, citing the run's sources by their numbers: [1] the FY2024 10-K, [2] Yahoo's annual
 # statement, [3] the Q1 FY2025 10-Q, [4] Yahoo's quarterly statement, [5] the 8-K's item 2.02 (`--brief` lists
-# them). Its figures are the filed ones.
+# them; the 8-K's passage holds its exhibit 99.1, the press release). Its figures are the filed ones.
 ANSWER = [
     "Apple's revenue was $391,035 million in fiscal 2024, up 2.02% from $383,285 million in fiscal 2023 [1].",
     "In its latest quarter, the first of fiscal 2025, ended December 28, 2024, revenue was $124,300 million [3].",
-    "Its earnings release was filed on Form 8-K under Item 2.02: Apple issued a press release regarding its "
-    "financial results for its first fiscal quarter ended December 28, 2024, attached as Exhibit 99.1 [5].",
+    "Its earnings release (Form 8-K, Item 2.02, with the press release as Exhibit 99.1) reported quarterly "
+    "revenue up 4 percent year over year and diluted earnings per share of $2.40, up 10 percent [5].",
 ]
 
 

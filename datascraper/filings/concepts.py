@@ -57,6 +57,15 @@ YAHOO_LINES: dict[str, str] = {
     "CashDividendsPaid": "dividends_paid",
 }
 
+# Outflows Yahoo gives as negative amounts, which the filings report as positive payments.
+YAHOO_OUTFLOWS = frozenset({"CapitalExpenditure", "RepurchaseOfCapitalStock", "CashDividendsPaid"})
+
+
+def as_filed(yahoo_line: str, value: float) -> float:
+    """A Yahoo value of `yahoo_line` with the sign the filings give it."""
+    return -value if yahoo_line in YAHOO_OUTFLOWS else value
+
+
 _CONCEPT = re.compile(r"^(?:(?P<taxonomy>us-gaap|dei|ifrs-full|srt):)?(?P<name>[A-Za-z][A-Za-z0-9]{0,150})$")
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from datascraper.filings.concepts import YAHOO_LINES, as_filed
 from datascraper.filings.schemas import (
     FilingList,
     FilingResult,
@@ -33,7 +34,14 @@ from datascraper.filings.schemas import (
 from datascraper.filings.tools import FilingToolName
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
 from datascraper.market_data.fetch import MAX_TICKERS, tool_failure
-from datascraper.market_data.schemas import MarketDataRequest, ToolFailure
+from datascraper.market_data.schemas import (
+    FinancialStatement,
+    MarketDataRequest,
+    StatementKind,
+    StatementLine,
+    ToolFailure,
+    ToolResult,
+)
 from datascraper.market_data.session import get_market_data_client
 from datascraper.schemas import FilingDataKind, MarketDataKind, Source
 
@@ -46,6 +54,17 @@ STATEMENT_LINES: dict[MarketDataKind, tuple[str, ...]] = {
     "balance_sheet": ("total_assets", "total_liabilities", "stockholders_equity", "cash"),
     "cash_flow": ("operating_cash_flow", "capital_expenditure", "share_repurchases", "dividends_paid"),
 }
+_STATEMENT_KINDS: dict[MarketDataKind, StatementKind] = {
+    "income_statement": "income",
+    "balance_sheet": "balance",
+    "cash_flow": "cash_flow",
+}
+_STATEMENT_WORDS: dict[StatementKind, str] = {
+    "income": "income statement",
+    "balance": "balance sheet",
+    "cash_flow": "cash flow statement",
+}
+_YAHOO_NAMES = {line: yahoo for yahoo, line in YAHOO_LINES.items()}
 FILING_ERROR_CODES = frozenset(
     {"not_configured", "invalid_argument", "not_found", "no_data", "rate_limited", "upstream_error", "timeout"}
 )
@@ -101,6 +120,20 @@ class FilingFinding(BaseModel):
             if isinstance(result, ReportedFigures):
                 yield item.symbol, result
 
+    def statements(self, data: MarketDataKind, *, skip: set[str]) -> list[ToolResult]:
+        """Each ticker's filed figures (but `skip`'s) as one statement in Yahoo's line names and signs, so
+        that growth, margins and ratios are computed from them as from Yahoo's statements; the facts' inputs
+        then cite their filings (`research_engine.cross_check.cite_filings`). For a ticker Yahoo had no
+        statement for: XBRL first, and the only source then."""
+        kind = _STATEMENT_KINDS.get(data)
+        if kind is None:
+            return []
+        by_symbol: dict[str, list[ReportedFigures]] = {}
+        for symbol, result in self.figures():
+            if symbol not in skip and result.concept_asked in _YAHOO_NAMES and result.figures:
+                by_symbol.setdefault(symbol, []).append(result)
+        return [_as_statement(symbol, kind, results) for symbol, results in by_symbol.items()]
+
     def filed_values(self) -> Iterator[tuple[str, float, str]]:
         """Each value a filing reported: its URL, the value, and where it is ("AAPL revenue FY2024 ...")."""
         for symbol, result in self.figures():
@@ -131,6 +164,40 @@ class FilingFinding(BaseModel):
             for source in filing_sources(item.result()):
                 found.setdefault(source.url, source)
         return list(found.values())
+
+
+def _as_statement(symbol: str, kind: StatementKind, results: list[ReportedFigures]) -> ToolResult:
+    figures = [figure for result in results for figure in result.figures]
+    ends = sorted({figure.end for figure in figures}, reverse=True)
+    lines = []
+    for result in results:
+        name = _YAHOO_NAMES[result.concept_asked]
+        by_end = {figure.end: figure.value for figure in result.figures}
+        lines.append(
+            StatementLine(name=name, values=[as_filed(name, by_end[e]) if e in by_end else None for e in ends])
+        )
+    currencies = {figure.unit.split("/")[0] for figure in figures}
+    newest = max(figures, key=lambda figure: (figure.end, figure.filed))
+    statement = FinancialStatement(
+        symbol=symbol,
+        currency=currencies.pop() if len(currencies) == 1 else None,
+        as_of=datetime.combine(ends[0], time.min, UTC),
+        retrieved_at=datetime.combine(max(figure.filed for figure in figures), time.min, UTC),
+        url=newest.filing_url,
+        source="SEC EDGAR",
+        statement=kind,
+        frequency="annual" if all(figure.fiscal_period == "FY" for figure in figures) else "quarterly",
+        periods=ends,
+        lines=lines,
+    )
+    return ToolResult(
+        symbol=symbol,
+        tool="get_financial_statement",
+        data=statement.model_dump(mode="json"),
+        as_of=statement.as_of,
+        url=statement.url,
+        title=f"SEC EDGAR — {results[0].company} {_STATEMENT_WORDS[kind]} as filed",
+    )
 
 
 # --- sources --------------------------------------------------------------------------------------------

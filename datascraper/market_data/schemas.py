@@ -97,7 +97,9 @@ class MarketDataResult(_Data):
     )
     retrieved_at: datetime = Field(description="When the data was fetched from Yahoo Finance.")
     url: str = Field(description="The Yahoo Finance page showing this data.")
-    source: Literal["Yahoo Finance"] = "Yahoo Finance"
+    # SEC EDGAR: figures as filed, in a statement's shape for the figures computed from them
+    # (`FilingFinding.statements`); every tool result is Yahoo's.
+    source: Literal["Yahoo Finance", "SEC EDGAR"] = "Yahoo Finance"
     notes: list[str] = Field(default_factory=list, description="Caveats, such as down-sampling.")
 
     def summary_lines(self) -> list[str]:

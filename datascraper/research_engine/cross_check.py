@@ -2,7 +2,8 @@
 
 A statement sub-question fetches both (`executor`): each Yahoo line that names a filed line (`TotalRevenue`
 is `revenue`) is compared period by period with the filed figure for the same period (its end within a few
-days, and the same span: a quarter, a year or a balance). A difference beyond rounding is a contradiction,
+days, and the same span: a quarter, a year or a balance), outflows with the filings' sign (Yahoo's capital
+expenditure is negative, the filed payment positive). A difference beyond rounding is a contradiction,
 each side with its source, for the answer to present; an agreeing figure lets a computed fact cite the
 filing as its input's source, so a growth rate cites the 10-K, not the aggregator.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from datetime import date
 
-from datascraper.filings.concepts import YAHOO_LINES
+from datascraper.filings.concepts import YAHOO_LINES, as_filed
 from datascraper.filings.research import figure_source
 from datascraper.filings.schemas import ReportedFigure
 from datascraper.market_data.schemas import FinancialStatement, humanize
@@ -34,7 +35,7 @@ def filing_contradictions(findings: Sequence[Finding]) -> list[Contradiction]:
     """Each Yahoo figure that differs beyond rounding from the filed figure for the same line and period."""
     found = []
     for finding, symbol, statement, line, end, value, figure in _pairs(findings):
-        if agree(value, figure.value):
+        if agree(as_filed(line, value), figure.value):
             continue
         source = figure_source(_company(finding, symbol), figure)
         relative = abs(value - figure.value) / max(abs(value), abs(figure.value))
@@ -68,7 +69,7 @@ def cite_filings(facts: Sequence[Fact], findings: Sequence[Finding]) -> None:
             except ValueError:
                 continue
             for figure, company in filed.get((item.symbol, line or ""), []):
-                if _same_end(figure.end, end) and agree(item.value, figure.value):
+                if _same_end(figure.end, end) and agree(as_filed(item.line, item.value), figure.value):
                     source = figure_source(company, figure)
                     item.source = FactSource(title=source.title, url=source.url)
                     break

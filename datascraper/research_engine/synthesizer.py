@@ -30,7 +30,16 @@ from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
 from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import ChatTurn, Contradiction, DeltaEvent, Fact, Source, SourceKind, UsageLedger
+from datascraper.schemas import (
+    ChatTurn,
+    Contradiction,
+    DeltaEvent,
+    Fact,
+    Source,
+    SourceKind,
+    UsageLedger,
+    is_filing_data,
+)
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
@@ -92,11 +101,24 @@ def render_findings(findings: Sequence[Finding], book: SourceBook, facts: Sequen
 
 def facts_of(findings: Sequence[Finding]) -> list[Fact]:
     """The figures computed from the market data the findings answered with, in plan order."""
-    answered = [f for f in _in_plan_order(findings) if f.status == "answered" and f.market_data is not None]
+    answered = [f for f in _in_plan_order(findings) if f.status == "answered"]
     calendars = {symbol: calendar for f in answered for symbol, calendar in f.fiscal_calendars.items()}
-    facts = compute_facts([f.market_data for f in answered if f.market_data is not None], calendars)
+    facts = compute_facts([market for f in answered for market in _statements_of(f)], calendars)
     cite_filings(facts, answered)
     return facts
+
+
+def _statements_of(finding: Finding) -> list[MarketDataFinding]:
+    """A finding's market data, and its filed figures for the tickers Yahoo had no statement for."""
+    found = [finding.market_data] if finding.market_data is not None else []
+    data = finding.step.data
+    if finding.filings is not None and data is not None and not is_filing_data(data):
+        covered = {result.symbol for market in found for result in market.results}
+        filed = finding.filings.statements(data, skip=covered)
+        if filed:
+            tickers = [result.symbol for result in filed]
+            found.append(MarketDataFinding(tickers=tickers, data=data, question=finding.step.question, results=filed))
+    return found
 
 
 def render_facts(facts: Sequence[Fact], book: SourceBook) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,8 @@ from tests.datascraper.research_support import (
     summary_of,
 )
 from tests.fakes.sec_server import FakeSecServer
-from tests.fakes.yfinance import FakeYahoo
+from tests.fakes.yfinance import FakeYahoo, Response
+from tests.fakes.yfinance import _reply as yahoo_reply
 
 USER_AGENT = "Finance Research Tests ops@example.com"
 APPLE_10K = "0000320193-24-000123"
@@ -49,11 +51,18 @@ def sec_server() -> Iterator[FakeSecServer]:
         yield fake
 
 
-def _install(user_agent: str, sec: FakeSecServer) -> Iterator[FakeSecServer]:
+class ThrottledYahoo(FakeYahoo):
+    """Yahoo answering 429 to every request, as it does to a client it throttles."""
+
+    def serve(self, method: str, url: str, params: dict[str, Any], body: Any) -> Response:
+        return yahoo_reply(url, 429, "Too Many Requests", "text/plain")
+
+
+def _install(user_agent: str, sec: FakeSecServer, yahoo: FakeYahoo | None = None) -> Iterator[FakeSecServer]:
     sec.reset()
     config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url)
     filings = FilingsService(SecClient(config, cache=TTLCache()))
-    adapter = YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
+    adapter = YahooFinanceAdapter((yahoo or FakeYahoo()).ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
     client = MarketDataClient(build_server(adapter, filings), call_timeout_s=10)
     previous = set_market_data_client(client)
     yield sec
@@ -65,6 +74,12 @@ def _install(user_agent: str, sec: FakeSecServer) -> Iterator[FakeSecServer]:
 def filed(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
     """Market data and the filing tools on one server, the filing tools pointed at the fake SEC."""
     yield from _install(USER_AGENT, sec_server)
+
+
+@pytest.fixture
+def yahoo_throttled(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
+    """The filing tools on the fake SEC, and Yahoo throttling every request."""
+    yield from _install(USER_AGENT, sec_server, ThrottledYahoo())
 
 
 @pytest.fixture
@@ -339,3 +354,21 @@ def test_a_finding_with_filings_survives_a_checkpoint():
 
     assert restored == finding and restored.filings is not None
     assert restored.filings.sources()[0].title.endswith("Item 1A. Risk Factors")
+
+
+async def test_with_yahoo_throttled_the_filed_figures_answer_and_their_growth_cites_the_10k(
+    fake_openai, yahoo_throttled
+):
+    script_analysis(fake_openai, APPLE_REVENUE, sub("How did it change?", "analytical"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple's revenue grew 2.02% in fiscal 2024 [1].")
+
+    events = await run("How did Apple's revenue change from fiscal 2023 to fiscal 2024?")
+
+    summary = summary_of(events)
+    assert [(s.kind, s.form) for s in summary.sources] == [("filing", "10-K")]
+    [growth] = [fact for fact in summary.facts if fact.kind == "growth"]
+    assert round(growth.value, 2) == 2.02  # 391,035 over 383,285 million, as filed
+    assert {(item.line, item.source.n) for item in growth.inputs} == {("TotalRevenue", 1)}
+    prompt = synthesis_prompt(fake_openai)
+    assert "Yahoo Finance — AAPL" not in prompt and "rate_limited" in prompt

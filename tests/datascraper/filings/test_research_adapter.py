@@ -3,16 +3,23 @@ reach the answer, and when a Yahoo figure and a filed one differ beyond rounding
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pytest
 
 from datascraper.filings.research import (
     SECTION_KEPT_CHARS,
+    FilingFinding,
     FilingToolResult,
     disclosure_data,
     relevant_paragraphs,
     section_for,
 )
-from datascraper.research_engine.cross_check import agree
+from datascraper.filings.schemas import ReportedFigures
+from datascraper.market_data.schemas import FinancialStatement, MarketDataFinding, StatementLine, ToolResult
+from datascraper.research_engine.cross_check import agree, filing_contradictions
+from datascraper.research_engine.state import Finding, plan_steps
+from datascraper.schemas import SubQuestion
 
 
 @pytest.mark.parametrize(
@@ -82,3 +89,64 @@ def test_figures_differ_only_beyond_rounding(yahoo, filed, same):
 )
 def test_a_question_without_a_data_hint_names_a_filing_by_its_words(question, expected):
     assert disclosure_data(question) == expected
+
+
+def _cash_flow_finding(yahoo_capex: float, filed_capex: float) -> Finding:
+    """A cash flow sub-question answered by Yahoo (capex as Yahoo signs it) and by Apple's 10-K."""
+    [step] = plan_steps(
+        [SubQuestion(question="Apple's capital expenditure in fiscal 2024", type="numerical", tickers=["AAPL"],
+                     data="cash_flow", frequency="annual", periods=1)],
+        first_number=1,
+        today=date(2025, 6, 13),
+    )  # fmt: skip
+    statement = FinancialStatement(
+        symbol="AAPL",
+        currency="USD",
+        as_of=datetime(2024, 9, 28, tzinfo=UTC),
+        retrieved_at=datetime(2025, 6, 13, tzinfo=UTC),
+        url="https://finance.yahoo.com/quote/AAPL/cash-flow",
+        statement="cash_flow",
+        frequency="annual",
+        periods=[date(2024, 9, 28)],
+        lines=[StatementLine(name="CapitalExpenditure", values=[yahoo_capex])],
+    )
+    market = MarketDataFinding(tickers=["AAPL"], data="cash_flow")
+    market.results.append(
+        ToolResult(symbol="AAPL", tool="get_financial_statement", data=statement.model_dump(mode="json"),
+                   url=statement.url, title="Yahoo Finance — AAPL cash flow statement (annual)")
+    )  # fmt: skip
+    version = {"value": filed_capex, "form": "10-K", "filed": "2024-11-01", "accession": "0000320193-24-000123",
+               "filing_url": "https://www.sec.gov/x-index.htm", "filing_period": "FY2024"}  # fmt: skip
+    figures = ReportedFigures(
+        ticker="AAPL", cik="0000320193", company="Apple Inc.", as_of=date(2024, 11, 1), url="https://data.sec.gov/x",
+        concept_asked="capital_expenditure", concepts_used=["us-gaap:PaymentsToAcquirePropertyPlantAndEquipment"],
+        figures=[{**version, "concept": "us-gaap:PaymentsToAcquirePropertyPlantAndEquipment", "unit": "USD",
+                  "fiscal_year": 2024, "fiscal_period": "FY", "label": "FY2024", "start": "2023-10-01",
+                  "end": "2024-09-28", "frame": "CY2024", "restated": False, "versions": [version]}],
+    )  # fmt: skip
+    filings = FilingFinding(
+        tickers=["AAPL"],
+        results=[FilingToolResult(symbol="AAPL", tool="get_reported_figures", data=figures.model_dump(mode="json"))],
+    )
+    return Finding(step=step, status="answered", route="market_data", market_data=market, filings=filings)
+
+
+def test_yahoos_negative_outflows_agree_with_the_filed_positive_payments():
+    assert filing_contradictions([_cash_flow_finding(-9_447e6, 9_447e6)]) == []
+
+
+def test_an_outflow_that_differs_from_the_filed_payment_is_a_contradiction():
+    [contradiction] = filing_contradictions([_cash_flow_finding(-9_959e6, 9_447e6)])
+    assert "Capital Expenditure" in contradiction.claim_a and "9,447,000,000" in contradiction.claim_b
+
+
+def test_filed_figures_make_a_statement_in_yahoos_names_and_signs_for_a_ticker_yahoo_lacks():
+    finding = _cash_flow_finding(-9_447e6, 9_447e6)
+    assert finding.filings is not None
+
+    [filed] = finding.filings.statements("cash_flow", skip=set())
+
+    statement = filed.result()
+    assert isinstance(statement, FinancialStatement) and statement.source == "SEC EDGAR"
+    assert [(line.name, line.values) for line in statement.lines] == [("CapitalExpenditure", [-9_447e6])]
+    assert finding.filings.statements("cash_flow", skip={"AAPL"}) == []
