@@ -4,8 +4,9 @@ A row's `offline` block scripts the model's side of the run (the analyzer's plan
 verdicts, what web searches and the synthesis write) and states what must hold of the run the real code
 makes of it: the path and routes taken, the periods fetched from market data, every number cited to market
 data matching a value it returned or a computed fact (`signals["numbers"]`), every `[n]` resolving to a
-source. The scripting itself is done by the test that runs the rows (the fakes live under `tests/`);
-here are the row's data, what a run is observed to do, and the comparison.
+source, and for a row run with the SEC's filings (`sec`), the filings among its sources. The scripting
+itself is done by the test that runs the rows (the fakes live under `tests/`); here are the row's data,
+what a run is observed to do, and the comparison.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class OfflineExpectation(BaseModel):
     periods: dict[str, list[str]] | None = None
     min_numbers_checked: int = 0
     max_numbers_unmatched: int = 0
+    filings: list[str] | None = Field(
+        default=None, description="The filings among the answer's sources, as 'form period' ('10-Q Q3 FY2025')."
+    )
 
 
 class OfflineScript(BaseModel):
@@ -58,6 +62,7 @@ class OfflineScript(BaseModel):
     gaps: list[GapReport] = Field(default_factory=list)
     web: list[OfflineSentence] = Field(default_factory=list)
     answer: list[str] = Field(default_factory=list, description="The synthesis' sentences, with [n] markers.")
+    sec: bool = Field(default=False, description="Run with the SEC filing tools configured (the fake SEC).")
     expect: OfflineExpectation = Field(default_factory=OfflineExpectation)
 
 
@@ -71,6 +76,7 @@ class RunObservation(BaseModel):
     periods: dict[str, list[str]]
     numbers: dict[str, Any]
     citations: dict[str, Any]
+    filings: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, events: Sequence[object]) -> RunObservation:
@@ -98,6 +104,7 @@ class RunObservation(BaseModel):
             periods=periods,
             numbers=signals.get("numbers") or {},
             citations=signals.get("citations") or {},
+            filings=[f"{s.form} {s.period}" for s in summary.sources if s.kind == "filing"],
         )
 
 
@@ -139,6 +146,8 @@ def check_run(observation: RunObservation, expect: OfflineExpectation) -> list[s
     if unmatched > expect.max_numbers_unmatched:
         values = [item.get("value") for item in observation.numbers.get("unmatched_values") or []]
         failures.append(f"{unmatched} numbers match no tool value nor computed fact: {values}")
+    if expect.filings is not None and observation.filings != expect.filings:
+        failures.append(f"the filings cited were {observation.filings}, expected {expect.filings}")
     unresolved = int(observation.citations.get("unresolved") or 0)
     if unresolved:
         failures.append(f"{unresolved} of {observation.citations.get('markers')} [n] markers name no source")

@@ -10,14 +10,19 @@ from datetime import UTC, datetime
 
 import pytest
 
+from datascraper.filings.client import SecClient
+from datascraper.filings.config import FilingsConfig
+from datascraper.filings.service import FilingsService
 from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.server import build_server
 from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
 
 # The fake's data is anchored at 2025-06-13.
 MARKET_NOW = datetime(2025, 6, 13, 20, 0, tzinfo=UTC)
+SEC_USER_AGENT = "Finance Research Tests ops@example.com"
 
 
 @pytest.fixture
@@ -41,3 +46,30 @@ def market_data_down() -> Iterator[None]:
     previous = set_market_data_client(client)
     yield
     set_market_data_client(previous)
+
+
+@pytest.fixture(scope="module")
+def sec_server() -> Iterator[FakeSecServer]:
+    with FakeSecServer() as fake:
+        yield fake
+
+
+def install_market_data(sec: FakeSecServer, *, user_agent: str, yahoo: FakeYahoo | None = None) -> Iterator[None]:
+    """The process-wide market data client with the filing tools pointed at the fake SEC (as configured
+    with `user_agent`: empty is SEC_USER_AGENT unset)."""
+    sec.reset()
+    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url)
+    filings = FilingsService(SecClient(config, cache=TTLCache()))
+    adapter = YahooFinanceAdapter((yahoo or FakeYahoo()).ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
+    client = MarketDataClient(build_server(adapter, filings), call_timeout_s=10)
+    previous = set_market_data_client(client)
+    yield
+    set_market_data_client(previous)
+    client.close()
+
+
+@pytest.fixture
+def filed(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
+    """Market data and the filing tools on one server, the filing tools pointed at the fake SEC."""
+    for _ in install_market_data(sec_server, user_agent=SEC_USER_AGENT):
+        yield sec_server

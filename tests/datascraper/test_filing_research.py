@@ -11,18 +11,11 @@ from typing import Any
 
 import pytest
 
-from datascraper.filings.client import SecClient
-from datascraper.filings.config import FilingsConfig
 from datascraper.filings.research import FilingFinding, FilingToolResult
-from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import build_server
-from datascraper.market_data.session import MarketDataClient, set_market_data_client
-from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.models_config import get_research_config
 from datascraper.research_engine.state import Finding, plan_steps
 from datascraper.schemas import Source
-from tests.datascraper.conftest import MARKET_NOW
+from tests.datascraper.conftest import SEC_USER_AGENT, install_market_data
 from tests.datascraper.research_support import (
     gaps,
     is_synthesis,
@@ -41,15 +34,6 @@ from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo, Response
 from tests.fakes.yfinance import _reply as yahoo_reply
 
-USER_AGENT = "Finance Research Tests ops@example.com"
-APPLE_10K = "0000320193-24-000123"
-
-
-@pytest.fixture(scope="module")
-def sec_server() -> Iterator[FakeSecServer]:
-    with FakeSecServer() as fake:
-        yield fake
-
 
 class ThrottledYahoo(FakeYahoo):
     """Yahoo answering 429 to every request, as it does to a client it throttles."""
@@ -58,34 +42,18 @@ class ThrottledYahoo(FakeYahoo):
         return yahoo_reply(url, 429, "Too Many Requests", "text/plain")
 
 
-def _install(user_agent: str, sec: FakeSecServer, yahoo: FakeYahoo | None = None) -> Iterator[FakeSecServer]:
-    sec.reset()
-    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url)
-    filings = FilingsService(SecClient(config, cache=TTLCache()))
-    adapter = YahooFinanceAdapter((yahoo or FakeYahoo()).ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
-    client = MarketDataClient(build_server(adapter, filings), call_timeout_s=10)
-    previous = set_market_data_client(client)
-    yield sec
-    set_market_data_client(previous)
-    client.close()
-
-
-@pytest.fixture
-def filed(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
-    """Market data and the filing tools on one server, the filing tools pointed at the fake SEC."""
-    yield from _install(USER_AGENT, sec_server)
-
-
 @pytest.fixture
 def yahoo_throttled(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
     """The filing tools on the fake SEC, and Yahoo throttling every request."""
-    yield from _install(USER_AGENT, sec_server, ThrottledYahoo())
+    for _ in install_market_data(sec_server, user_agent=SEC_USER_AGENT, yahoo=ThrottledYahoo()):
+        yield sec_server
 
 
 @pytest.fixture
 def filings_off(sec_server: FakeSecServer) -> Iterator[FakeSecServer]:
     """The same server without SEC_USER_AGENT: the filing tools answer not_configured."""
-    yield from _install("", sec_server)
+    for _ in install_market_data(sec_server, user_agent=""):
+        yield sec_server
 
 
 def synthesis_prompt(fake) -> str:

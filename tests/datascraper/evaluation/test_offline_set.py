@@ -1,5 +1,6 @@
 """The offline set in CI: each row of `datascraper/evaluation/offline.jsonl` runs through the real pipeline
-against the fakes (the fake OpenAI server, scripted from the row; the fake Yahoo under the real yfinance),
+against the fakes (the fake OpenAI server, scripted from the row; the fake Yahoo under the real yfinance;
+the fake SEC for the rows marked `sec`),
 with no judge, and its deterministic checks must hold: the path and routes taken, the periods fetched,
 every number cited to market data matching a tool value or a computed fact, every `[n]` resolving.
 
@@ -63,8 +64,12 @@ def test_the_offline_rows_are_rows_of_the_shipped_set_asked_the_same_way() -> No
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
-async def test_an_offline_row_that_held_still_holds(row: EvalQuestion, fake_openai: FakeOpenAIServer, market_data) -> None:
+async def test_an_offline_row_that_held_still_holds(
+    row: EvalQuestion, fake_openai: FakeOpenAIServer, request: pytest.FixtureRequest
+) -> None:
     assert row.offline is not None
+    # The fake Yahoo, and for a row that asks for them the filing tools on the fake SEC.
+    request.getfixturevalue("filed" if row.offline.sec else "market_data")
     observation = await observe(row, fake_openai)
 
     failures = check_run(observation, row.offline.expect)
