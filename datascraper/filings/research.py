@@ -31,6 +31,7 @@ from datascraper.filings.schemas import (
     ReportedFigure,
     ReportedFigures,
 )
+from datascraper.filings.service import MAX_SECTION_CHARS
 from datascraper.filings.tools import FilingToolName
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
 from datascraper.market_data.fetch import MAX_TICKERS, tool_failure
@@ -70,8 +71,10 @@ FILING_ERROR_CODES = frozenset(
 )
 # Periods asked of XBRL when a range or a start and end bound them: enough for five years of quarters.
 _RANGE_LIMIT = 20
-# The part of a section given to the answer: the paragraphs that bear most on the question, in their order.
-SECTION_READ_CHARS = 40_000
+# A section is read to this length, in pages of the tool's largest (`service.MAX_SECTION_CHARS`): a 10-K's
+# risk factors run to 60,000-100,000 characters. The answer is given the paragraphs that bear most on the
+# question, in their order.
+SECTION_READ_CHARS = 120_000
 SECTION_KEPT_CHARS = 8_000
 _RESULT_MODELS: dict[FilingToolName, type[FilingResult]] = {
     "get_reported_figures": ReportedFigures,
@@ -399,7 +402,7 @@ async def fetch_disclosures(
     finding = FilingFinding(tickers=symbols)
     if data == "filing_text":
         name, form = section_for(question, section)
-        arguments: dict[str, Any] = {"section": name, "form": form, "max_chars": SECTION_READ_CHARS}
+        arguments: dict[str, Any] = {"section": name, "form": form, "max_chars": MAX_SECTION_CHARS}
         tool: FilingToolName = "get_filing_section"
     elif data == "insider_transactions":
         arguments, tool = {}, "get_insider_transactions"
@@ -407,8 +410,29 @@ async def fetch_disclosures(
         arguments, tool = {"forms": _forms_named(question), "limit": 10}, "get_filings"
     await asyncio.gather(*(_call(finding, tool, symbol, arguments, timeout_s) for symbol in symbols))
     if data == "filing_text":
-        finding.results = [relevant_paragraphs(item, question) for item in finding.results]
+        finding.results = [
+            relevant_paragraphs(await _read_on(item, arguments, timeout_s), question) for item in finding.results
+        ]
     return finding
+
+
+async def _read_on(item: FilingToolResult, arguments: dict[str, Any], timeout_s: float | None) -> FilingToolResult:
+    """A long section read on, a page at a time from the same filing, to `SECTION_READ_CHARS` in all (the
+    filing's text is cached by the first page, so the SEC is not asked again). A page that fails ends the
+    reading with what was read."""
+    data = dict(item.data)
+    client = get_market_data_client()
+    while data["truncated"] and len(data["text"]) < SECTION_READ_CHARS:
+        page = {**arguments, "accession": data["accession"], "offset": data["offset"] + len(data["text"])}
+        try:
+            outcome = await client.call_tool("get_filing_section", {"ticker": item.symbol, **page}, timeout_s=timeout_s)
+        except MarketDataError:
+            break
+        if outcome.is_error or outcome.structured_content is None or not outcome.structured_content["text"]:
+            break
+        data["text"] += outcome.structured_content["text"]
+        data["truncated"] = outcome.structured_content["truncated"]
+    return item.model_copy(update={"data": data})
 
 
 def _forms_named(question: str) -> list[str] | None:

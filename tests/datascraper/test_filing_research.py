@@ -340,3 +340,37 @@ async def test_with_yahoo_throttled_the_filed_figures_answer_and_their_growth_ci
     assert {(item.line, item.source.n) for item in growth.inputs} == {("TotalRevenue", 1)}
     prompt = synthesis_prompt(fake_openai)
     assert "Yahoo Finance — AAPL" not in prompt and "rate_limited" in prompt
+
+
+def long_ten_k() -> bytes:
+    """Apple's 10-K with a risk factors section of about 110,000 characters, one risk near its end."""
+    filler = "".join(
+        f"<p>Risk {i}: the Company's results of operations can be affected by general economic conditions in "
+        f"the markets it serves, by competition and by changes in the demand for its products. {'More. ' * 40}</p>"
+        for i in range(250)
+    )
+    late = "<p>New tariffs on components imported from Vietnam could raise the cost of the Company's Mac products.</p>"
+    return (
+        "<html><body><p>PART I</p><p>Item 1. Business</p><p>The Company designs smartphones.</p>"
+        f"<p>Item 1A. Risk Factors</p>{filler}{late}<p>Item 1B. Unresolved Staff Comments</p><p>None.</p>"
+        "</body></html>"
+    ).encode()
+
+
+async def test_a_long_section_is_read_on_to_the_paragraphs_the_question_is_about(fake_openai, filed):
+    path = "/www.sec.gov/Archives/edgar/data/320193/000032019324000123/aapl-20240928.htm"
+    filed.serve(path, long_ten_k())
+    script_analysis(
+        fake_openai,
+        sub("What does Apple's 10-K say about tariffs on components from Vietnam?", "qualitative", ["AAPL"],
+            "filing_text", section="risk_factors"),
+    )  # fmt: skip
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple names tariffs on components from Vietnam [1].")
+
+    await run("What does Apple's 10-K say about tariffs on Vietnamese components?")
+
+    prompt = synthesis_prompt(fake_openai)
+    assert "New tariffs on components imported from Vietnam" in prompt  # past the first 40,000 characters
+    assert "[…]" in prompt and len(prompt) < 20_000
+    assert filed.paths().count(path.removeprefix("/www.sec.gov")) == 1  # later pages from the cache
