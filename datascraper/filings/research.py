@@ -71,8 +71,8 @@ FILING_ERROR_CODES = frozenset(
 )
 # Periods asked of XBRL when a range or a start and end bound them: enough for five years of quarters.
 _RANGE_LIMIT = 20
-# A section is read to this length, in pages of the tool's largest (`service.MAX_SECTION_CHARS`): a 10-K's
-# risk factors run to 60,000-100,000 characters. The answer is given the paragraphs that bear most on the
+# A section is read to this length, in pages of the tool's largest (`service.MAX_SECTION_CHARS`): a large
+# company's risk factors can run well past one page. The answer is given the paragraphs that bear most on the
 # question, in their order.
 SECTION_READ_CHARS = 120_000
 SECTION_KEPT_CHARS = 8_000
