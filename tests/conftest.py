@@ -66,7 +66,12 @@ async def other_api(live_server_url, other_api_key):
 @pytest.fixture
 def limits(settings):
     """Set admission limits for one test. The counters get a fresh cache prefix, so nothing counted by
-    another test (or another run sharing the Redis database) is seen, and no cache needs clearing."""
+    another test (or another run sharing the Redis database) is seen, and no cache needs clearing.
+
+    Tests that count requests against a rate give it in hours: the windows are fixed, each key's edge
+    offset by its hash (django-ratelimit), so a burst that a window's edge falls inside is counted in two
+    windows and up to twice the rate gets through. With a minute window that happened to one CI run in
+    several; with an hour it is sixty times rarer."""
     settings.RATELIMIT_CACHE_PREFIX = f"rl:test-{uuid.uuid4().hex}:"
 
     def set_limits(**values: object) -> None:

@@ -47,7 +47,7 @@ def session_rows() -> int:
 
 
 async def test_questions_from_fresh_sessions_are_held_by_the_address_rate(live_server_url, fake_openai, limits):
-    limits(CHAT_RATE_LIMIT="3/m", CHAT_ADDRESS_RATE_LIMIT="3/m")
+    limits(CHAT_RATE_LIMIT="3/h", CHAT_ADDRESS_RATE_LIMIT="3/h")
     async with AsyncExitStack() as stack:
         browsers = [await stack.enter_async_context(fresh_browser(live_server_url)) for _ in range(8)]
 
@@ -102,7 +102,7 @@ async def test_cookieless_reads_store_no_session_and_the_first_write_stores_one(
 
 
 async def test_cookieless_readers_are_counted_by_address_toward_the_api_rate(live_server_url, limits):
-    limits(CHAT_API_RATE_LIMIT="3/m")
+    limits(CHAT_API_RATE_LIMIT="3/h")
     async with AsyncExitStack() as stack:
         readers = [await stack.enter_async_context(fresh_browser(live_server_url)) for _ in range(4)]
         responses = [await reader.get("/api/conversations") for reader in readers]
@@ -124,7 +124,7 @@ async def test_a_cookieless_reader_owns_nothing_of_anyone_elses(live_server_url)
 
 
 async def test_opening_an_event_stream_counts_toward_the_api_rate(api, fake_openai, limits):
-    limits(CHAT_API_RATE_LIMIT="4/m")
+    limits(CHAT_API_RATE_LIMIT="4/h")
     accepted = await ask(api)  # requests 1 and 2
 
     first = await api.get(accepted["events_url"])  # 3: read to the run's end
@@ -188,7 +188,7 @@ async def test_open_streams_per_address_are_capped_whoever_the_owner(api, other_
 
 
 async def test_wrong_keys_from_one_address_are_limited_on_the_api_and_v1(live_server_url, api_key, limits):
-    limits(CHAT_AUTH_FAILURE_RATE_LIMIT="3/m")
+    limits(CHAT_AUTH_FAILURE_RATE_LIMIT="3/h")
     wrong = {"Authorization": "Bearer frc_not-a-real-key"}
     right = {"Authorization": f"Bearer {api_key}"}
     async with fresh_browser(live_server_url) as client:
@@ -208,7 +208,7 @@ async def test_wrong_keys_from_one_address_are_limited_on_the_api_and_v1(live_se
 
 
 async def test_v1_requests_count_toward_the_api_rate(api, limits):
-    limits(CHAT_API_RATE_LIMIT="3/m")
+    limits(CHAT_API_RATE_LIMIT="3/h")
     responses = [await api.get("/v1/models") for _ in range(2)] + [await api.get("/api/conversations")]
 
     refused = await api.get("/v1/models")
