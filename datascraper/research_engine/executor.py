@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import TypeVar, cast
+from typing import cast
 
 from datascraper import prompts
 from datascraper.errors import DeadlineExceeded, ResearchError
@@ -42,7 +42,6 @@ from datascraper.schemas import (
 logger = logging.getLogger(__name__)
 
 Emit = Callable[[StepEvent], None]
-T = TypeVar("T")
 
 
 @dataclass
@@ -207,9 +206,9 @@ async def _from_market_data(step: PlannedStep, *, config: ResearchConfig, today:
             ),
             config.market_data_timeout_s,
         )
-        fetched, filed = await asyncio.gather(_settled(yahoo), _settled(reported))
+        fetched, filed = await asyncio.gather(yahoo, reported, return_exceptions=True)
     else:
-        fetched = await _settled(yahoo)
+        [fetched] = await asyncio.gather(yahoo, return_exceptions=True)
     # Anything else is a bug: reported as the sub-question's internal error.
     if isinstance(fetched, BaseException) and not isinstance(fetched, MarketDataError):
         raise fetched
@@ -253,14 +252,6 @@ async def _from_filings(step: PlannedStep, data: FilingDataKind, *, config: Rese
     if not filings.ok:
         return filings.errors[0].code if filings.errors else "no_data"
     return Finding(step=step, status="answered", route="market_data", text=filings.summary_text(), filings=filings)
-
-
-async def _settled(awaitable: Awaitable[T]) -> T | BaseException:
-    """`awaitable`'s result, or the exception it raised (not a cancellation: that goes through)."""
-    try:
-        return await awaitable
-    except Exception as exc:
-        return exc
 
 
 def _failed(
