@@ -91,11 +91,13 @@ class ReportedFigures(FilingResult):
         for figure in self.figures:
             earlier = figure.earlier_value()
             restated = (
-                f"; restated: {_number(earlier.value)} in the {earlier.form} filed {earlier.filed}" if earlier else ""
+                f"; restated: {plain_number(earlier.value)} in the {earlier.form} filed {earlier.filed}"
+                if earlier
+                else ""
             )
             lines.append(
                 f"{figure.label} ({figure.span}; calendar {figure.frame or 'frame not assigned'}): "
-                f"{_number(figure.value)} {figure.unit} [{figure.concept}], {figure.form} filed {figure.filed}, "
+                f"{plain_number(figure.value)} {figure.unit} [{figure.concept}], {figure.form} filed {figure.filed}, "
                 f"accession {figure.accession}{restated}"
             )
         return "\n".join(lines)
@@ -229,13 +231,14 @@ class InsiderTransactions(FilingResult):
             price = f" at {t.price:,.2f}" if t.price is not None else ""
             verb = "acquired" if t.acquired_disposed == "A" else "disposed of"
             lines.append(
-                f"{t.transaction_date}: {t.owner}, {t.role}, {verb} {_number(t.shares)} "
+                f"{t.transaction_date}: {t.owner}, {t.role}, {verb} {plain_number(t.shares)} "
                 f"{t.security if t.derivative else 'shares'}{price} "
-                f"({t.code}: {t.code_meaning}); {_number(t.owned_after) if t.owned_after is not None else '?'} "
+                f"({t.code}: {t.code_meaning}); {plain_number(t.owned_after) if t.owned_after is not None else '?'} "
                 f"held after; Form 4 filed {t.filed}"
             )
         return "\n".join(lines)
 
 
-def _number(value: float) -> str:
+def plain_number(value: float) -> str:
+    """A figure as filed, unabbreviated: 391,035,000,000 or 2.94."""
     return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"

@@ -15,7 +15,7 @@ from datetime import date
 
 from datascraper.filings.concepts import YAHOO_LINES, as_filed
 from datascraper.filings.research import figure_source
-from datascraper.filings.schemas import ReportedFigure
+from datascraper.filings.schemas import ReportedFigure, plain_number
 from datascraper.market_data.schemas import FinancialStatement, humanize
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import Contradiction, Fact, FactSource
@@ -42,9 +42,10 @@ def filing_contradictions(findings: Sequence[Finding]) -> list[Contradiction]:
         found.append(
             Contradiction(
                 claim_a=f"Yahoo Finance: {symbol} {humanize(line)} for the {statement.frequency} period ending "
-                f"{end} is {_plain(value)}",
+                f"{end} is {plain_number(value)}",
                 finding_a=finding.step.id,
-                claim_b=f"{source.title}: {figure.label} {figure.concept} is {_plain(figure.value)} {figure.unit}",
+                claim_b=f"{source.title}: {figure.label} {figure.concept} is "
+                f"{plain_number(figure.value)} {figure.unit}",
                 finding_b=finding.step.id,
                 severity=min(1.0, 0.2 + 10 * relative),
             )
@@ -112,7 +113,3 @@ def _same_period(figure: ReportedFigure, end: date, statement: FinancialStatemen
 
 def _same_end(a: date, b: date) -> bool:
     return abs((a - b).days) <= _END_SLACK_DAYS
-
-
-def _plain(value: float) -> str:
-    return f"{value:,.0f}" if value == int(value) and abs(value) >= 1000 else f"{value:,.2f}"

@@ -22,7 +22,7 @@ from datetime import date
 from datascraper import prompts
 from datascraper.errors import ResearchError
 from datascraper.filings.research import FilingFinding, figure_source, filing_sources
-from datascraper.filings.schemas import FilingSection, ReportedFigures
+from datascraper.filings.schemas import FilingSection, ReportedFigures, plain_number
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult, fmt
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
@@ -233,14 +233,16 @@ def _render_figures(result: ReportedFigures, book: SourceBook) -> str:
         n = book.add_source(figure_source(result.company, figure))
         earlier = figure.earlier_value()
         restated = (
-            f"; restated: the {earlier.form} filed {earlier.filed} reported {_plain(earlier.value)}" if earlier else ""
+            f"; restated: the {earlier.form} filed {earlier.filed} reported {plain_number(earlier.value)}"
+            if earlier
+            else ""
         )
         lines.append(
             prompts.FILED_FIGURE_LINE.format(
                 label=figure.label,
                 period=figure.span,
                 frame=figure.frame or "none",
-                value=_plain(figure.value),
+                value=plain_number(figure.value),
                 shown=fmt(figure.value),
                 unit=figure.unit,
                 concept=figure.concept,
@@ -251,10 +253,6 @@ def _render_figures(result: ReportedFigures, book: SourceBook) -> str:
             )
         )
     return "\n".join(lines)
-
-
-def _plain(value: float) -> str:
-    return f"{value:,.0f}" if value == int(value) else f"{value:,.4g}" if abs(value) < 1 else f"{value:,.2f}"
 
 
 def render_source_list(sources: Sequence[Source]) -> str:
