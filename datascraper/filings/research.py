@@ -155,18 +155,10 @@ class FilingFinding(BaseModel):
             result = item.result()
             if isinstance(result, FilingSection):
                 yield result.url, result.text
-            elif not isinstance(result, ReportedFigures):
-                _, *lines = result.summary_text().splitlines()
-                for line, source in zip(lines, filing_sources(result), strict=True):
+            elif isinstance(result, FilingList | InsiderTransactions):
+                _, cited = cited_lines(result)
+                for line, source in cited:
                     yield source.url, line
-
-    def sources(self) -> list[Source]:
-        """Every filing the results draw on, as a source (numbered 0: the answer's source book numbers them)."""
-        found: dict[str, Source] = {}
-        for item in self.results:
-            for source in filing_sources(item.result()):
-                found.setdefault(source.url, source)
-        return list(found.values())
 
 
 def _as_statement(symbol: str, kind: StatementKind, results: list[ReportedFigures]) -> ToolResult:
@@ -248,6 +240,13 @@ def filing_sources(result: FilingResult) -> list[Source]:
             for trade in result.transactions
         ]
     return []
+
+
+def cited_lines(result: FilingList | InsiderTransactions) -> tuple[str, list[tuple[str, Source]]]:
+    """A list of filings, or of insider trades, as its summary's heading and each of its lines with the
+    filing that line cites."""
+    heading, *lines = result.summary_text().splitlines()
+    return heading, list(zip(lines, filing_sources(result), strict=True))
 
 
 # --- reported figures ------------------------------------------------------------------------------------

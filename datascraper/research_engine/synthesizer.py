@@ -21,8 +21,14 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.filings.research import FilingFinding, figure_source, filing_sources
-from datascraper.filings.schemas import FilingSection, ReportedFigures, plain_number
+from datascraper.filings.research import FilingFinding, cited_lines, figure_source, filing_sources
+from datascraper.filings.schemas import (
+    FilingList,
+    FilingSection,
+    InsiderTransactions,
+    ReportedFigures,
+    plain_number,
+)
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult, fmt
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
@@ -213,11 +219,9 @@ def render_filings(filings: FilingFinding, book: SourceBook) -> str:
                     text=shown,
                 )
             )
-        else:  # a list of filings, or insider trades: a line for each, citing its filing
-            heading, *lines = result.summary_text().splitlines()
-            sources = filing_sources(result)
-            cited = (f"{line} [{book.add_source(source)}]" for line, source in zip(lines, sources, strict=True))
-            blocks.append("\n".join([heading, *cited]))
+        elif isinstance(result, FilingList | InsiderTransactions):  # a line for each, citing its filing
+            heading, cited = cited_lines(result)
+            blocks.append("\n".join([heading, *(f"{line} [{book.add_source(source)}]" for line, source in cited)]))
     blocks.extend(
         f"SEC filings, {error.symbol or 'request'}: not available ({error.code}: {error.message})"
         for error in filings.errors

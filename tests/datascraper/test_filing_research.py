@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from datascraper.filings import research as filing_research
 from datascraper.filings.research import FilingFinding, FilingToolResult
 from datascraper.models_config import get_research_config
 from datascraper.research_engine.state import Finding, plan_steps
@@ -321,7 +322,8 @@ def test_a_finding_with_filings_survives_a_checkpoint():
     restored = Finding.model_validate_json(finding.model_dump_json())
 
     assert restored == finding and restored.filings is not None
-    assert restored.filings.sources()[0].title.endswith("Item 1A. Risk Factors")
+    [source] = filing_research.filing_sources(restored.filings.results[0].result())
+    assert source.title.endswith("Item 1A. Risk Factors")
 
 
 async def test_with_yahoo_throttled_the_filed_figures_answer_and_their_growth_cites_the_10k(
