@@ -235,8 +235,12 @@ def filing_sources(result: FilingResult) -> list[Source]:
             for filing in result.filings
         ]
     if isinstance(result, InsiderTransactions):
+        # One source per Form 4, whatever the days of its trades: each is cited by the report's first day.
+        first_day: dict[str, date] = {}
+        for trade in result.transactions:
+            first_day[trade.url] = min(trade.transaction_date, first_day.get(trade.url, trade.transaction_date))
         return [
-            filing_source(result.company, "4", trade.transaction_date.isoformat(), trade.filed, trade.url, trade.owner)
+            filing_source(result.company, "4", first_day[trade.url].isoformat(), trade.filed, trade.url, trade.owner)
             for trade in result.transactions
         ]
     return []

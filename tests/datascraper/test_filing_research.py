@@ -31,7 +31,7 @@ from tests.datascraper.research_support import (
     sub,
     summary_of,
 )
-from tests.fakes.sec_server import FakeSecServer
+from tests.fakes.sec_server import FIXTURES, FakeSecServer
 from tests.fakes.yfinance import FakeYahoo, Response
 from tests.fakes.yfinance import _reply as yahoo_reply
 
@@ -376,3 +376,18 @@ async def test_a_long_section_is_read_on_to_the_paragraphs_the_question_is_about
     assert "New tariffs on components imported from Vietnam" in prompt  # past the first 40,000 characters
     assert "[…]" in prompt and len(prompt) < 20_000
     assert filed.paths().count(path.removeprefix("/www.sec.gov")) == 1  # later pages from the cache
+
+
+async def test_a_form_4_with_trades_on_several_days_is_one_source(fake_openai, filed):
+    path = "/www.sec.gov/Archives/edgar/data/320193/000032019325000038/wk-form4_1743700000.xml"
+    xml = (FIXTURES / path.removeprefix("/www.sec.gov/")).read_text()
+    filed.serve(path, xml.replace("<value>2025-04-01</value>", "<value>2025-03-31</value>", 1).encode())
+    script_analysis(fake_openai, sub("Have Apple's insiders been selling shares recently?", "qualitative", ["AAPL"]))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple insiders sold shares [1].")
+
+    sources = filing_sources(await run("Have Apple's insiders been selling?"))
+
+    assert len(sources) == len({s.url for s in sources}) == 2
+    first = next(s for s in sources if s.url.endswith("wk-form4_1743700000.xml"))
+    assert first.period == "2025-03-31"  # the report's first trading day
