@@ -63,8 +63,6 @@ def charts_for(findings: Sequence[Finding], sources: Sequence[Source]) -> list[C
     The same findings and sources give the same charts, so a resumed run sends them again unchanged.
     """
     numbers = {(source.url, source.title): source.n for source in sources}
-    for source in sources:  # by URL alone too: the first source of a page, for a result titled otherwise
-        numbers.setdefault((source.url, ""), source.n)
     charts: list[ChartEvent] = []
     for finding in findings:
         if finding.market_data is None:
@@ -84,10 +82,9 @@ def charts_for(findings: Sequence[Finding], sources: Sequence[Source]) -> list[C
 def _charts_of(finding: Finding, numbers: dict[tuple[str, str], int]) -> list[ChartEvent]:
     assert finding.market_data is not None
     numbered = [
-        (result.result(), n)
+        (result.result(), numbers[key])
         for result in finding.market_data.results
-        if (n := numbers.get((clean_url(result.url), result.title), numbers.get((clean_url(result.url), ""))))
-        is not None
+        if (key := (clean_url(result.url), result.title)) in numbers
     ]
     histories = [(typed, n) for typed, n in numbered if isinstance(typed, PriceHistory)]
     statements = [(typed, n) for typed, n in numbered if isinstance(typed, FinancialStatement)]

@@ -177,7 +177,7 @@ def test_a_run_sends_at_most_a_few_charts_in_the_order_of_their_sources():
     findings = [history_finding(n, symbol, 5) for n, symbol in enumerate(symbols, start=1)]
     # numbered in reverse, as if the last sub-question's source came first
     sources = [
-        Source(n=n, title=symbol, url=f"https://finance.yahoo.com/quote/{symbol}/history", kind="market_data")
+        Source(n=n, title=f"{symbol} history", url=f"https://finance.yahoo.com/quote/{symbol}/history", kind="market_data")
         for n, symbol in enumerate(reversed(symbols), start=1)
     ]
 
@@ -195,8 +195,8 @@ def test_a_payload_that_cannot_be_charted_is_logged_and_the_other_charts_still_g
         symbol="AAPL", tool="get_price_history", data={"symbol": "AAPL", "url": url}, url=url, title="AAPL history"
     )
     sources = [
-        Source(n=1, title="AAPL", url=url, kind="market_data"),
-        Source(n=2, title="MSFT", url="https://finance.yahoo.com/quote/MSFT/history", kind="market_data"),
+        Source(n=1, title="AAPL history", url=url, kind="market_data"),
+        Source(n=2, title="MSFT history", url="https://finance.yahoo.com/quote/MSFT/history", kind="market_data"),
     ]
 
     charts = charts_for([broken, history_finding(2, "MSFT", 5)], sources)
@@ -213,7 +213,7 @@ def test_prices_of_unknown_currency_never_share_a_chart():
     for result in both.market_data.results:
         result.data["currency"] = None
     sources = [
-        Source(n=n, title=symbol, url=f"https://finance.yahoo.com/quote/{symbol}/history", kind="market_data")
+        Source(n=n, title=f"{symbol} history", url=f"https://finance.yahoo.com/quote/{symbol}/history", kind="market_data")
         for n, symbol in enumerate(["7203.T", "VOD.L"], start=1)
     ]
 
