@@ -1,8 +1,12 @@
-"""`manage.py check`: the configured models against the provider's list (see `datascraper.llm.lifecycle`).
+"""`manage.py check --deploy`: the configured models against the provider's list (`datascraper.llm.lifecycle`).
 
 A model with a shutdown announced is a warning, one the provider does not serve is an error, both naming
 the setting to change. Without a key there is nothing to check. The list is read once, bounded; a check run
 from inside an event loop (where it cannot wait) reports the last result of this process instead.
+
+A deployment check only: Django runs the other system checks before every management command, and a command
+that is not about the provider (`migrate`, `create_api_key`...) must neither wait on the network nor be refused
+because a model retired. `doctor`, `ask`, the start-up log and `/api/status` report the models themselves.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ def _report() -> ModelLifecycleReport | None:
     return latest_report()
 
 
-@checks.register("models")
+@checks.register("models", deploy=True)
 def configured_models_are_live(app_configs: object = None, **kwargs: object) -> list[checks.CheckMessage]:
     if not get_research_config().is_configured:
         return []

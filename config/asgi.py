@@ -16,12 +16,24 @@ import os
 from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
+from django.core.exceptions import ImproperlyConfigured
 
 from datascraper.llm import warm_up_models
 from datascraper.llm.lifecycle import start_model_check
 from datascraper.market_data.session import close_market_data_client, start_market_data
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+
+def refuse_to_serve_misconfigured() -> None:
+    """A server on bad settings exits in one line naming the setting, not a traceback. Commands may run
+    without a secret key (config/settings.py); a server, whose sessions and CSRF tokens sign with it, may not."""
+    try:
+        if not settings.SECRET_KEY:
+            raise ImproperlyConfigured(settings.SECRET_KEY_MISSING)
+    except ImproperlyConfigured as exc:
+        message = settings.SECRET_KEY_MISSING if "SECRET_KEY" in str(exc) else str(exc)
+        raise SystemExit(f"Refusing to serve: {message}") from None
 
 
 class MarketDataLifespan:
@@ -47,6 +59,7 @@ class MarketDataLifespan:
                 return
 
 
+refuse_to_serve_misconfigured()
 application = get_asgi_application()
 
 if settings.DEBUG:

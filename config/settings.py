@@ -1,8 +1,8 @@
 """Settings from the environment (12-factor). A `.env` file beside manage.py is read if present.
 
 DEBUG is off unless DJANGO_DEBUG=1 asks for it (`make run` does): a server started without settings
-must not show tracebacks to the world. With DEBUG off, DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS must be
-set, and `manage.py check --deploy` is then clean.
+must not show tracebacks to the world. With DEBUG off the server needs DJANGO_SECRET_KEY and
+DJANGO_ALLOWED_HOSTS (it refuses to start without the key), and `manage.py check --deploy` is then clean.
 """
 
 from __future__ import annotations
@@ -33,10 +33,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY_MISSING = "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off."
+# With DEBUG off and no key the setting stays empty: commands that sign nothing (migrate, ask, doctor,
+# evaluate, create_api_key) still run, Django refuses any use of the empty key (a session, a CSRF token),
+# and the server refuses to start (config/asgi.py), in one line naming the setting.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip()
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+if not SECRET_KEY and DEBUG:
     SECRET_KEY = "dev-only-insecure-key-set-DJANGO_SECRET_KEY-in-production"
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 

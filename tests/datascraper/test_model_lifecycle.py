@@ -1,5 +1,6 @@
 """Models retire: the configured ones are checked against the provider's list, with the shutdown dates it
-announces, at every process start (in the background), by `manage.py check`, for staff on /api/status."""
+announces, at every process start (in the background), by `manage.py check --deploy`, for staff on /api/status;
+no other system check calls the provider."""
 
 from __future__ import annotations
 
@@ -99,16 +100,30 @@ async def test_without_a_key_nothing_is_checked(monkeypatch, research_env):
     assert start_model_check() is None
 
 
-def test_manage_py_check_warns_of_a_shutdown_and_fails_on_a_retired_model(fake_openai, research_env, capsys):
+def test_manage_py_check_deploy_warns_of_a_shutdown_and_fails_on_a_retired_model(fake_openai, research_env, capsys):
     research_env(RESEARCH_PLANNER_MODEL="gpt-5-mini")
     fake_openai.today = TODAY
 
-    call_command("check")
+    call_command("check", "--deploy")
     assert "'gpt-5-mini' shuts down on 2026-12-11" in capsys.readouterr().err
 
     research_env(RESEARCH_MODEL="gpt-5.2-chat-latest")
     with pytest.raises(SystemCheckError, match=r"'gpt-5\.2-chat-latest' .*RESEARCH_MODEL"):
-        call_command("check")
+        call_command("check", "--deploy")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_commands_not_about_the_provider_neither_call_it_nor_stop_on_a_retired_model(fake_openai, research_env):
+    research_env(RESEARCH_MODEL="gpt-5.2-chat-latest")
+    fake_openai.today = TODAY
+    stdout = StringIO()
+
+    call_command("check")
+    call_command("migrate", "--noinput", verbosity=0)
+    call_command("create_api_key", "carol", stdout=stdout, stderr=StringIO())
+
+    assert stdout.getvalue().strip().startswith("frk_")
+    assert fake_openai.requests == []
 
 
 def test_ask_prints_a_warning_for_a_retiring_model_beside_its_answer(fake_openai, research_env, market_data):

@@ -1,4 +1,5 @@
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from chat.services.api_keys import create_api_key
 
@@ -11,6 +12,12 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="A label for the key, shown in the admin.")
 
     def handle(self, *args, username: str, name: str, **options) -> None:
-        api_key, key = create_api_key(username, name=name)
+        try:
+            api_key, key = create_api_key(username, name=name)
+        except DatabaseError as exc:  # a fresh clone before its first `migrate` has no tables
+            raise CommandError(
+                f"The database is not ready ({type(exc).__name__}): run `python manage.py migrate` first "
+                "(`make run` does)."
+            ) from exc
         self.stderr.write(f"Created API key {api_key.prefix}… for {username}. Store it now: it is not shown again.")
         self.stdout.write(key)

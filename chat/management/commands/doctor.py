@@ -14,6 +14,8 @@ MARKS = {"ok": "✓", "warn": "!", "fail": "✗", "skip": "-"}
 
 
 class Command(BaseCommand):
+    # Doctor reports what is wrong, the models included, as its own checks: Django's must not stop it first.
+    requires_system_checks: list[str] = []
     help = (
         "Check that this set-up can answer: the key, the models, web search, Yahoo, citations, the database, "
         "Redis, workers."
