@@ -1,10 +1,11 @@
 """A named section of a filing's primary document, as clean text.
 
 Filings are HTML (inline XBRL since 2019), laid out with tables and styled divs rather than semantic
-headings, so the document is first flattened to lines of text, then a section is found by its Item heading
-("Item 1A. Risk Factors", on one line or split over two) and runs to the next Item heading, a new Part or
-the signatures. The table of contents names every Item too; its entries are a line long, so of the places
-a heading appears the one opening the longest span is the section itself.
+headings, so the document is first flattened to lines of text, then a section is found by its heading
+("Item 1A. Risk Factors", on one line or split over two; "Note 13 – Segment Information") and runs to the
+first heading of what follows it (`_ITEM_ENDS`, `_NOTE_ENDS`). The table of contents names every Item too;
+its entries are a line long, so of the places a heading appears the one opening the longest span is the
+section itself. A page's running head or footer left at a section's end (the next page's) is cut.
 
 lxml rather than trafilatura: trafilatura keeps an article's main text and drops what looks like boilerplate,
 which in a 10-K includes tables and short paragraphs of the very sections asked for.
@@ -13,6 +14,7 @@ which in a 10-K includes tables and short paragraphs of the very sections asked 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -73,7 +75,34 @@ _ANY_ITEM = re.compile(rf"^{_PART_PREFIX}item\s+\d{{1,2}}(?:\.\d\d|[a-c])?\b", r
 _SIGNATURES = re.compile(r"^signatures?\s*$", re.IGNORECASE)
 _PART = re.compile(r"^part\s+[iv]+\b[.:\s\-\u2013\u2014]*(?:[a-z ]+)?$", re.IGNORECASE)  # "PART II. OTHER INFORMATION"
 _NOTE = re.compile(r"^note\s+\d{1,2}\b", re.IGNORECASE)
-_SEGMENT_NOTE = re.compile(r"^note\s+\d{1,2}\s*[.:\-\u2013\u2014]?\s*.*\bsegment", re.IGNORECASE)
+_AUDITOR_REPORT = re.compile(
+    r"^reports?\s+of\s+independent\s+(?:registered\s+public\s+accounting\s+firm|auditors?)", re.IGNORECASE
+)
+_MANAGEMENT_REPORT = re.compile(r"^management.{0,3}s\s+(?:annual\s+)?report\s+on\s+internal\s+control", re.IGNORECASE)
+_SCHEDULE = re.compile(r"^schedule\s+[iv]{1,4}\b", re.IGNORECASE)  # "Schedule II – Valuation and Qualifying Accounts"
+_EXHIBIT_INDEX = re.compile(r"^(?:exhibit\s+index|index\s+to\s+exhibits)\b", re.IGNORECASE)
+# The signatures' first sentence, for a document whose signature page has no "SIGNATURES" line.
+_SIGNED = re.compile(
+    r"^pursuant\s+to\s+the\s+requirements\s+of\b.{0,200}\bduly\s+caused\s+this\s+report\s+to\s+be\s+signed",
+    re.IGNORECASE,
+)
+
+# Where a section ends: the first heading of what can follow it and cannot be part of it. Any section ends
+# at the next Item, a new Part or the signatures. The last note of the financial statements is followed by
+# no Note or Item heading but by the auditor's report (Apple), a financial statement schedule then the
+# exhibit index (NVIDIA), or the signatures. The Items we serve (1, 1A, 3, 7 and 7A, and a 10-Q's) never
+# hold an auditor's report or an exhibit index, so those end them too; Item 8, which holds the report
+# (before the statements at some filers, after the notes at others), is not served. An 8-K's item 9.01
+# holds its exhibit index.
+_EIGHT_K_ENDS = (_ANY_ITEM, _PART, _SIGNATURES)
+_ITEM_ENDS = (*_EIGHT_K_ENDS, _AUDITOR_REPORT, _EXHIBIT_INDEX)
+_NOTE_ENDS = (_NOTE, *_ITEM_ENDS, _MANAGEMENT_REPORT, _SCHEDULE)
+
+# A page's running head or footer: a line that recurs page after page, its page number aside ("Apple Inc. |
+# 2025 Form 10-K | 48", "NVIDIA Corporation and Subsidiaries", "Table of Contents"); a line ending in a
+# period (a sentence, "None.") never is one.
+_RUNNING_LINE_MIN = 5
+_PAGE_NUMBER_DIGITS = 3
 
 
 @dataclass(frozen=True)
@@ -122,25 +151,46 @@ def find_section(text: str, section: str) -> Section:
     Raises:
         NoFilingData: the document has no such heading (a 10-K incorporating it by reference, say).
     """
+    if section == "segment_note":
+        return find_note(text, "segment")
     lines = text.split("\n")
     if EIGHT_K_ITEM.match(section):
         starts = _headings(lines, re.compile(r"^item\s+" + re.escape(section) + r"\b", re.IGNORECASE))
-        ends = _ANY_ITEM
-    elif section == "segment_note":
-        starts = _headings(lines, _SEGMENT_NOTE)
-        ends = re.compile(f"{_NOTE.pattern}|{_ANY_ITEM.pattern}", re.IGNORECASE)
-    else:
-        title = SECTION_TITLES[section]
-        starts = _item_headings(lines, re.compile(rf"^(?:{_ITEM_PREFIX})?{title}\s*\.?$", re.IGNORECASE))
-        ends = _ANY_ITEM
+        return _longest(lines, starts, _EIGHT_K_ENDS, section)
+    title = SECTION_TITLES[section]
+    starts = _item_headings(lines, re.compile(rf"^(?:{_ITEM_PREFIX})?{title}\s*\.?$", re.IGNORECASE))
+    return _longest(lines, starts, _ITEM_ENDS, section)
+
+
+def find_note(text: str, title: str) -> Section:
+    """The note of the financial statements whose heading names `title` after "Note <n>", in any case:
+    "segment" finds "Note 13 – Segment Information and Geographic Data".
+
+    Raises:
+        NoFilingData: no note's heading names it.
+    """
+    lines = text.split("\n")
+    words = r"\s+".join(re.escape(word) for word in title.split())
+    starts = _headings(lines, re.compile(rf"^note\s+\d{{1,2}}\b.*?\b{words}", re.IGNORECASE))
+    return _longest(lines, starts, _NOTE_ENDS, f"{title} note")
+
+
+def _longest(
+    lines: list[str], starts: Iterable[tuple[int, int]], ends: tuple[re.Pattern[str], ...], name: str
+) -> Section:
+    """Of the places a heading appears, the one opening the longest body: the section, not its entry in
+    the table of contents or a cross-reference."""
+    furniture = _page_furniture(lines)
     best: Section | None = None
     for index, width in starts:
         stop = _next_heading(lines, index + width, ends)
+        while stop > index + width and _is_furniture(lines[stop - 1], furniture):
+            stop -= 1
         body = "\n".join(lines[index + width : stop]).strip()
         if best is None or len(body) > len(best.text):
             best = Section(heading=" ".join(lines[index : index + width]), text=body)
     if best is None or not best.text:
-        raise NoFilingData(f"The filing's document has no {section.replace('_', ' ')} section heading.")
+        raise NoFilingData(f"The filing's document has no {name.replace('_', ' ')} section heading.")
     return best
 
 
@@ -161,12 +211,37 @@ def _item_headings(lines: list[str], pattern: re.Pattern[str]) -> Iterable[tuple
             yield index - 1, 2
 
 
-def _next_heading(lines: list[str], start: int, pattern: re.Pattern[str]) -> int:
+def _next_heading(lines: list[str], start: int, ends: tuple[re.Pattern[str], ...]) -> int:
     for index in range(start, len(lines)):
         line = lines[index]
-        if len(line) <= _MAX_HEADING_CHARS and (pattern.match(line) or _SIGNATURES.match(line) or _PART.match(line)):
+        if _SIGNED.match(line):
+            return index
+        if len(line) <= _MAX_HEADING_CHARS and any(pattern.match(line) for pattern in ends):
             return index
     return len(lines)
+
+
+def _page_furniture(lines: list[str]) -> set[str]:
+    """The document's running heads and footers, by `_furniture_key`."""
+    counts = Counter(_furniture_key(line) for line in lines if _may_be_furniture(line))
+    return {key for key, count in counts.items() if count >= _RUNNING_LINE_MIN}
+
+
+def _is_furniture(line: str, furniture: set[str]) -> bool:
+    return _may_be_furniture(line) and _furniture_key(line) in furniture
+
+
+def _may_be_furniture(line: str) -> bool:
+    return len(line) <= _MAX_HEADING_CHARS and not line.endswith(".")
+
+
+def _furniture_key(line: str) -> str:
+    """The line without its page number ("Apple Inc. | 2025 Form 10-K | 48" gives "apple inc. | 2025 form
+    10-k"; a bare "48" gives ""), in any case."""
+    head, _, last = line.rpartition(" ")
+    if last.isdigit() and len(last) <= _PAGE_NUMBER_DIGITS:
+        line = head.rstrip(" |")
+    return line.casefold()
 
 
 # --- an 8-K item's exhibits --------------------------------------------------------------------------------

@@ -11,12 +11,13 @@ Tests point the client at `fake.data_url` / `fake.www_url` (the `SEC_DATA_URL` /
 read `fake.requests` to see what reached the SEC, script throttling with `fake.throttle(times, retry_after)`,
 and replace a file's reply (another body, or a 404) with `fake.serve(path, body, status=...)` until `reset()`.
 
-The fixture data: Apple (fiscal year ending in late September; CIK 320193; its fiscal 2024 10-K, an 8-K
-with items 2.02 and 9.01, its index page in EDGAR's layout and its Exhibit 99.1 earnings release, and two
-Form 4s), NVIDIA (late January, so fiscal 2025 is calendar 2024; its Q3 FY2025 10-Q; its fiscal 2025 10-K
-restates fiscal 2024's diluted EPS for the June 2024 10-for-1 split, 11.93 to 1.19), and TSMC (a foreign
-private issuer filing 20-F and 6-K, with no XBRL company facts). The documents are short, written for the
-tests with the real ones' headings and layout.
+The fixture data: Apple (fiscal year ending in late September; CIK 320193; its fiscal 2024 10-K, its pages
+ending in Apple's footer and its last note followed by the auditor's report as filed, an 8-K with items
+2.02 and 9.01, its index page in EDGAR's layout and its Exhibit 99.1 earnings release, and two Form 4s),
+NVIDIA (late January, so fiscal 2025 is calendar 2024; its Q3 FY2025 10-Q; its fiscal 2025 10-K restates
+fiscal 2024's diluted EPS for the June 2024 10-for-1 split, 11.93 to 1.19), and TSMC (a foreign private
+issuer filing 20-F and 6-K, with no XBRL company facts). The documents are short, written for the tests
+with the real ones' headings and layout.
 Figures are the companies' reported ones; accession numbers and Form 4 details have the real shape but are
 illustrative, not to be cited.
 """

@@ -209,6 +209,18 @@ async def test_named_10k_sections_are_found_by_their_item_headings(
     assert "Item 9." not in found.text and "SIGNATURES" not in found.text
 
 
+async def test_the_last_note_ends_where_the_auditors_report_begins(mcp_client: InMemoryMCP) -> None:
+    # As filed, the last note of Item 8 is followed by the auditor's report, with no Note or Item heading
+    # between them, and the page's footer before it.
+    result = await mcp_client.call_tool("get_filing_section", {"ticker": "AAPL", "section": "segment_note"})
+
+    found = FilingSection.model_validate(result.structured_content)
+    assert found.text.startswith("The Company manages its business primarily on a geographic basis.")
+    assert found.text.endswith("Japan $25,052 million; Rest of Asia Pacific $30,658 million.")
+    assert "Report of Independent Registered Public Accounting Firm" not in found.text
+    assert "Ernst & Young" not in found.text and "2024 Form 10-K | 47" not in found.text
+
+
 @pytest.mark.parametrize(
     ("section", "heading", "says"),
     [
