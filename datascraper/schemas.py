@@ -419,11 +419,26 @@ class SourcesEvent(_Event):
 
 class ChartSeries(BaseModel):
     """One line or one set of bars: `points` are `[x, y]`, x an ISO date or a period label ("2025-Q1",
-    "FY2024"), oldest first. `source_n` is the series' own source (a comparison draws several)."""
+    "Q3 FY2026 (Jan–Mar 2026)"), oldest first. `source_n` is the series' own source (a comparison draws
+    several).
+
+    `ends` says when each point is, in the order of `points`: a period's end (ISO date), a price bar's date
+    (its x). A period label does not sort as text ("Q1 FY2027" would come before "Q3 FY2026"), so a client
+    that merges the periods of several series orders them by their ends. None on a chart stored before
+    ends were sent; left out of the event then."""
 
     name: str
     source_n: int
     points: list[tuple[str, float]]
+    ends: list[str] | None = Field(default=None, exclude_if=lambda value: value is None)
+
+    @field_validator("ends")
+    @classmethod
+    def _one_end_per_point(cls, ends: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        points = info.data.get("points")
+        if ends is not None and points is not None and len(ends) != len(points):
+            raise ValueError(f"{len(ends)} ends for {len(points)} points")
+        return ends
 
 
 class Chart(BaseModel):

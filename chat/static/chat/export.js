@@ -13,7 +13,7 @@ window.ChatExport = (() => {
   "use strict";
 
   const { httpUrl } = window.ChatDom;
-  const { figureTable, formatFigure, unitLabel } = window.ChatFigures;
+  const { figureTable, formatFigure, inPeriodOrder, unitLabel } = window.ChatFigures;
 
   const ROUTE_NAMES = { market_data: "market data", web_search: "web search", synthesis: "answered in the synthesis" };
   const plain = new Intl.NumberFormat("en", { maximumFractionDigits: 4 });
@@ -284,8 +284,10 @@ window.ChatExport = (() => {
   }
 
   /** A chart's figures, one row per point, unscaled: `series,period|date,value,unit,as_of,source_n,
-   * source_title,source_url`. The source columns are empty until the answer's sources have arrived. */
-  function chartCsv(chart, sources) {
+   * source_title,source_url`, each series' rows oldest first as the chart draws them. The source columns are
+   * empty until the answer's sources have arrived. */
+  function chartCsv(event, sources) {
+    const chart = inPeriodOrder(event);
     const byNumber = new Map(sources.map((source) => [source.n, source]));
     const header = ["series", chart.kind === "bars" ? "period" : "date", "value", "unit", "as_of", "source_n", "source_title", "source_url"];
     const rows = chart.series.flatMap((series) => {
