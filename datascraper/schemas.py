@@ -345,8 +345,17 @@ class RunConfidence(Confidence):
     )
     citation_support: float | None = Field(
         default=None,
-        description="Share of the answer's citations the check found supported (unreachable ones count half); "
-        "null when citations were not checked.",
+        description="Share of the citations the check could read that it found supported; null when citations "
+        "were not checked, or none could be read.",
+    )
+    citations_unchecked: int | None = Field(
+        default=None,
+        description="Citations whose source could not be read to check (`unreachable`): they leave the score "
+        "where the research put it. Null when citations were not checked.",
+    )
+    unchecked_reasons: dict[str, int] = Field(
+        default_factory=dict,
+        description="Why, per reason code of the unreachable citations (`http_403`, `timeout`, `deadline`, ...).",
     )
 
 
@@ -465,13 +474,16 @@ class CitationCheck(BaseModel):
     """Whether one `[n]` marker of the answer is borne out by its source (`datascraper.citations`).
 
     `marker_index` is the marker's position among the answer's `[n]` markers, from 0, so a client can
-    mark that very marker; `evidence` is a short passage of the source where the check found the claim.
+    mark that very marker; `evidence` is a short passage of the source where the check found the claim;
+    `reason` says why an `unreachable` one's source could not be read (the fetcher's code: `http_403`,
+    `timeout`, `deadline`, ...; see `citations.fetcher.PageUnreachable`).
     """
 
     n: int
     marker_index: int
     status: Literal["supported", "unsupported", "unreachable"]
     evidence: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    reason: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class VerificationEvent(_Event):

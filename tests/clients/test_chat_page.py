@@ -27,6 +27,7 @@ from chat.services import leases, runs
 from datascraper.research_engine.charts import charts_for
 from datascraper.research_engine.fiscal_calendar import FiscalCalendar
 from datascraper.research_engine.state import Finding
+from datascraper.research_engine.trace import checked_confidence
 from datascraper.schemas import (
     ChartEvent,
     ChartSeries,
@@ -1558,6 +1559,72 @@ def test_a_confidence_lowered_by_the_citation_check_shows_low_with_the_reason_in
     assert "Citations supported 0.38" in title and "lowered from 0.89 by the citation check" in title
 
 
+PAYWALLED_SOURCES = [
+    Source(n=n, title=title, url=url, kind="web", domain_type="major_news")
+    for n, (title, url) in enumerate(
+        [
+            ("Apple's Services hit a record - Reuters", "https://www.reuters.com/technology/apple-services"),
+            ("Apple's margins - FT", "https://www.ft.com/content/apple-margins"),
+            ("Apple's buyback - Bloomberg", "https://www.bloomberg.com/news/apple-buyback"),
+            ("Apple and China - WSJ", "https://www.wsj.com/tech/apple-china"),
+            ("Apple's guidance - Reuters", "https://www.reuters.com/technology/apple-guidance"),
+        ],
+        start=1,
+    )
+]
+
+
+def test_citations_that_could_not_be_checked_leave_the_confidence_and_the_badge_and_sources_say_why(
+    page, scripted_router
+):
+    # The run: evidence 0.975, citing five pages the checker could not fetch.
+    checks = [
+        CitationCheck(n=n, marker_index=n - 1, status="unreachable", reason=reason)
+        for n, reason in enumerate(["http_403", "http_403", "http_401", "timeout", "http_403"], start=1)
+    ]
+    confidence = checked_confidence(run_confidence(0.975), checks)
+    scripted_router(
+        RoundEvent(n=1, complete=True, confidence=0.975),
+        DeltaEvent(text="Services hit a record [1]. Margins held [2]. Buybacks went on [3]. China slowed [4]. Guidance rose [5]."),
+        SourcesEvent(sources=PAYWALLED_SOURCES),
+        VerificationEvent(citations=checks),
+        RunSummary(mode="research", answer="", sources=PAYWALLED_SOURCES, verification=checks, confidence=confidence),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    trusted_answer(answer)
+
+    badge = answer.locator(".trust .confidence-badge")
+    assert badge.get_attribute("data-score") == "0.975"
+    assert "low" not in badge.get_attribute("class")
+    assert " ".join(badge.inner_text().split()) == "Confidence 0.98 5 unchecked"
+    why = "5 citations could not be checked (3 HTTP 403, 1 HTTP 401, 1 timeout); they leave the confidence as it was"
+    assert why in badge.get_attribute("title")
+    badge.hover()
+    sync_api.expect(badge.locator(".confidence-unchecked-why")).to_have_text(f"{why}.")
+    assert answer.locator(".sources .source-verification").all_inner_texts() == [
+        "citations: 1 could not be checked (HTTP 403)",
+        "citations: 1 could not be checked (HTTP 403)",
+        "citations: 1 could not be checked (HTTP 401)",
+        "citations: 1 could not be checked (timeout)",
+        "citations: 1 could not be checked (HTTP 403)",
+    ]
+    assert answer.locator(".answer .citation").nth(3).get_attribute("title") == (
+        "Apple and China - WSJ — source could not be read to check (timeout)"
+    )
+    run = page.request.get(f"/api/runs/{answer.get_attribute('data-run-id')}").json()
+    assert run["confidence"]["score"] == 0.975 and run["confidence"]["evidence_score"] is None
+    assert run["confidence"]["citations_unchecked"] == 5
+    assert run["confidence"]["unchecked_reasons"] == {"http_403": 3, "http_401": 1, "timeout": 1}
+    assert [check["reason"] for check in run["verification"]] == ["http_403", "http_403", "http_401", "timeout", "http_403"]
+    page.mouse.move(0, 0)  # the badge's popover off the buttons
+    with page.expect_download() as downloading:
+        answer.locator("button.download-report").click()
+    report = Path(downloading.value.path()).read_text(encoding="utf-8")
+    assert "- Score: 0.975 (threshold 0.75)\n" in report
+    assert f"- Unchecked citations: {why}\n" in report
+    assert "- Marker 4 [4]: unreachable (timeout)\n" in report
+
+
 @pytest.mark.parametrize(
     ("round_score", "stored", "why"),
     [(0.41, run_confidence(0.41), "below the threshold"), (0.9, run_confidence(0.9, shallow=True), "shallow evidence")],
@@ -1674,7 +1741,7 @@ def test_citations_are_marked_once_verification_arrives_and_summed_up_per_source
     assert markers.nth(1).get_attribute("title") == "A blog on Apple — not supported by its source: “Apple sold more phones”"
     assert markers.nth(2).get_attribute("title") == "Apple 10-K — source could not be read to check"
     assert answer.locator(".sources .source-verification").all_inner_texts() == [
-        "citations: 1 supported, 1 unreachable",
+        "citations: 1 supported, 1 could not be checked",
         "citations: 1 unsupported",
         "citations: 1 supported",
     ]

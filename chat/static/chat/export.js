@@ -14,6 +14,7 @@ window.ChatExport = (() => {
 
   const { httpUrl } = window.ChatDom;
   const { figureTable, formatFigure, inPeriodOrder, unitLabel } = window.ChatFigures;
+  const { reasonText, uncheckedText } = window.ChatTrust;
 
   const ROUTE_NAMES = { market_data: "market data", web_search: "web search", synthesis: "answered in the synthesis" };
   const plain = new Intl.NumberFormat("en", { maximumFractionDigits: 4 });
@@ -172,6 +173,8 @@ window.ChatExport = (() => {
       `- Components: ${COMPONENT_NAMES.map((name) => `${name} ${plain.format(confidence[name])}`).join(", ")}`,
       `- Shallow evidence: ${confidence.shallow ? "yes" : "no"}`,
     ];
+    const unchecked = uncheckedText(confidence);
+    if (unchecked) lines.push(`- Unchecked citations: ${unchecked}`);
     if (confidence.summary) lines.push(`- Summary: ${markdownText(confidence.summary)}`);
     return lines.join("\n");
   }
@@ -183,7 +186,8 @@ window.ChatExport = (() => {
       .sort((a, b) => a.marker_index - b.marker_index)
       .map((check) => {
         const evidence = check.evidence ? `: “${markdownText(check.evidence)}”` : "";
-        return `- Marker ${check.marker_index + 1} [${check.n}]: ${check.status}${evidence}`;
+        const reason = check.reason ? ` (${markdownText(reasonText(check.reason))})` : "";
+        return `- Marker ${check.marker_index + 1} [${check.n}]: ${check.status}${reason}${evidence}`;
       })
       .join("\n");
   }
