@@ -9,11 +9,14 @@ against a second reading of the fake.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import pytest
+from curl_cffi.requests.models import Response
 from pydantic import ValidationError
 
 from datascraper import prompts
+from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.schemas import (
     FinancialStatement,
     MarketDataFinding,
@@ -22,9 +25,10 @@ from datascraper.market_data.schemas import (
     StatementLine,
     ToolResult,
 )
+from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.research_engine.as_of import period_label
 from datascraper.research_engine.charts import MAX_CHARTS, MAX_POINTS, charts_for, lines_asked
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar
+from datascraper.research_engine.fiscal_calendar import FiscalCalendar, infer_calendar
 from datascraper.research_engine.state import Finding, PlannedStep
 from datascraper.schemas import Chart, ChartEvent, ChartSeries, Source
 from tests.datascraper.conftest import MARKET_NOW
@@ -40,6 +44,8 @@ from tests.datascraper.research_support import (
     summary_of,
 )
 from tests.fakes.openai_server import Sentence, TextReply
+from tests.fakes.yfinance import FakeYahoo, _reply
+from tests.recorded import recorded_bytes, requires_recorded
 
 REUTERS = ("https://www.reuters.com/apple-microsoft-outlook", "Apple and Microsoft outlook - Reuters")
 APPLE_MONTH = sub("How did Apple's share price move over the last month?", "numerical", ["AAPL"], "price_history")
@@ -298,6 +304,51 @@ def test_fiscal_quarters_across_a_fiscal_year_are_charted_in_period_order_with_t
     ]
     assert series.ends == ["2026-03-31", "2026-06-30", "2026-09-30"]
     assert chart.payload()["series"][0]["ends"] == series.ends, "the event carries them"
+
+
+class RecordedIncomeStatements(FakeYahoo):
+    """The fake Yahoo, except that AAPL's income statements are the replies Yahoo really sent (recorded by
+    node-yahoo-finance2, ../shared/recorded/yahoo), read by the real yfinance."""
+
+    RECORDED = {
+        "income:quarterly": "node.fundamentalsTimeSeries-AAPL-financials-quarterly.json",
+        "income:yearly": "node.fundamentalsTimeSeries-AAPL-financials-annual.json",
+    }
+
+    def _answer(self, url: str, symbol: str, endpoint: str, query: dict[str, str], body: Any) -> Response:
+        if symbol == "AAPL" and endpoint in self.RECORDED:
+            return _reply(url, 200, recorded_bytes("yahoo", "bodies", self.RECORDED[endpoint]).decode())
+        return super()._answer(url, symbol, endpoint, query, body)
+
+
+@requires_recorded
+async def test_apples_recorded_quarters_across_its_fiscal_year_are_charted_oldest_first():
+    adapter = YahooFinanceAdapter(RecordedIncomeStatements().ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
+    quarterly = await adapter.financial_statement("AAPL", "income", "quarterly")
+    annual = await adapter.financial_statement("AAPL", "income", "annual")
+    calendar = infer_calendar(annual.periods, quarterly.periods)
+    assert calendar is not None and calendar.year_end_month == 9
+    url = quarterly.url
+    result = ToolResult(
+        symbol="AAPL", tool="get_financial_statement", data=quarterly.model_dump(mode="json"), url=url, title="t"
+    )
+    step = PlannedStep(id="q1", question="Apple's quarterly revenue", type="numerical", route="market_data")
+    market = MarketDataFinding(tickers=["AAPL"], data="income_statement", results=[result])
+    finding = Finding(
+        step=step, status="answered", route="market_data", market_data=market, fiscal_calendars={"AAPL": calendar}
+    )
+
+    [chart] = charts_for([finding], [Source(n=1, title="t", url=url, kind="market_data")])
+
+    # Q1 FY2025 (Oct-Dec 2024) is Apple's newest quarter here, and its label sorts before the others.
+    [series] = chart.series
+    assert series.points == [
+        ("Q2 FY2024 (Jan–Mar 2024)", 90_753e6),
+        ("Q3 FY2024 (Apr–Jun 2024)", 85_777e6),
+        ("Q4 FY2024 (Jul–Sep 2024)", 94_930e6),
+        ("Q1 FY2025 (Oct–Dec 2024)", 124_300e6),
+    ]
+    assert series.ends == ["2024-03-31", "2024-06-30", "2024-09-30", "2024-12-31"]
 
 
 def test_a_statements_periods_in_any_order_are_charted_oldest_first():
