@@ -314,8 +314,12 @@ LOW_CONFIDENCE_NOTE = (
 LOW_CONFIDENCE_BELOW = "{score:.2f}, below {threshold:.2f}"
 LOW_CONFIDENCE_SHALLOW = "shallow evidence"
 CITATION_CHECK_SUMMARY = (
-    " The citation check found {unbacked} of {checked} citations not supported by their source, so the confidence"
-    " was lowered from {before:.2f} to {after:.2f}."
+    " The citation check found {unsupported} of {checked} citations not supported by their source, so the"
+    " confidence was lowered from {before:.2f} to {after:.2f}."
+)
+CITATION_UNCHECKED_SUMMARY = (
+    " {unchecked} of {checked} citations could not be checked, their source unreadable ({reasons}); they leave"
+    " the confidence as it was."
 )
 
 

@@ -345,8 +345,17 @@ class RunConfidence(Confidence):
     )
     citation_support: float | None = Field(
         default=None,
-        description="Share of the answer's citations the check found supported (unreachable ones count half); "
-        "null when citations were not checked.",
+        description="Share of the citations the check could read that it found supported; null when citations "
+        "were not checked, or none could be read.",
+    )
+    citations_unchecked: int | None = Field(
+        default=None,
+        description="Citations whose source could not be read to check (`unreachable`): they leave the score "
+        "where the research put it. Null when citations were not checked.",
+    )
+    unchecked_reasons: dict[str, int] = Field(
+        default_factory=dict,
+        description="Why, per reason code of the unreachable citations (`http_403`, `timeout`, `deadline`, ...).",
     )
 
 
@@ -419,11 +428,26 @@ class SourcesEvent(_Event):
 
 class ChartSeries(BaseModel):
     """One line or one set of bars: `points` are `[x, y]`, x an ISO date or a period label ("2025-Q1",
-    "FY2024"), oldest first. `source_n` is the series' own source (a comparison draws several)."""
+    "Q3 FY2026 (Jan–Mar 2026)"), oldest first. `source_n` is the series' own source (a comparison draws
+    several).
+
+    `ends` says when each point is, in the order of `points`: a period's end (ISO date), a price bar's date
+    (its x). A period label does not sort as text ("Q1 FY2027" would come before "Q3 FY2026"), so a client
+    that merges the periods of several series orders them by their ends. None on a chart stored before
+    ends were sent; left out of the event then."""
 
     name: str
     source_n: int
     points: list[tuple[str, float]]
+    ends: list[str] | None = Field(default=None, exclude_if=lambda value: value is None)
+
+    @field_validator("ends")
+    @classmethod
+    def _one_end_per_point(cls, ends: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        points = info.data.get("points")
+        if ends is not None and points is not None and len(ends) != len(points):
+            raise ValueError(f"{len(ends)} ends for {len(points)} points")
+        return ends
 
 
 class Chart(BaseModel):
@@ -450,13 +474,16 @@ class CitationCheck(BaseModel):
     """Whether one `[n]` marker of the answer is borne out by its source (`datascraper.citations`).
 
     `marker_index` is the marker's position among the answer's `[n]` markers, from 0, so a client can
-    mark that very marker; `evidence` is a short passage of the source where the check found the claim.
+    mark that very marker; `evidence` is a short passage of the source where the check found the claim;
+    `reason` says why an `unreachable` one's source could not be read (the fetcher's code: `http_403`,
+    `timeout`, `deadline`, ...; see `citations.fetcher.PageUnreachable`).
     """
 
     n: int
     marker_index: int
     status: Literal["supported", "unsupported", "unreachable"]
     evidence: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    reason: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class VerificationEvent(_Event):

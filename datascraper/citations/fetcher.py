@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,13 +38,21 @@ AddressRule = Callable[[IPAddress], bool]
 
 
 class PageUnreachable(Exception):
-    """A cited page that was not read. `reason` is a short code the run's signals count: `bad_url`,
-    `dns_failed`, `refused_address`, `connect_failed`, `timeout`, `http_<status>`, `not_html`,
-    `too_many_redirects`, `read_failed`."""
+    """A cited page that was not read. `reason` is a short code the run's signals count and each unreachable
+    citation carries: `bad_url`, `dns_failed`, `refused_address`, `connect_failed`, `timeout`,
+    `http_<status>`, `not_html`, `too_many_redirects`, `read_failed` (and from the verifier `unreadable`,
+    `deadline`, `no_market_data`, `internal_error`)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
+
+
+def reason_text(reason: str) -> str:
+    """A reason code as words: "HTTP 403" for `http_403`, "dns failed" for `dns_failed`. The page says
+    the same (`trust.js`)."""
+    status = re.fullmatch(r"http_(\d{3})", reason)
+    return f"HTTP {status.group(1)}" if status else reason.replace("_", " ")
 
 
 @dataclass(frozen=True)

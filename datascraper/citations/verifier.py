@@ -37,16 +37,16 @@ class Verification:
 
     citations: list[CitationCheck] = field(default_factory=list)
     pages: int = 0  # distinct pages asked for
-    unreachable_reasons: Counter[str] = field(default_factory=Counter)  # per citation
     elapsed_ms: int = 0
 
     def signal(self) -> dict[str, Any]:
         statuses = Counter(check.status for check in self.citations)
+        reasons = Counter(check.reason for check in self.citations if check.reason is not None)
         return {
             "supported": statuses["supported"],
             "unsupported": statuses["unsupported"],
             "unreachable": statuses["unreachable"],
-            "unreachable_reasons": dict(self.unreachable_reasons),
+            "unreachable_reasons": dict(reasons),
             "pages": self.pages,
             "elapsed_ms": self.elapsed_ms,
         }
@@ -76,8 +76,7 @@ async def verify_citations(
         else:
             read = market.get(source.n) or PageUnreachable("no_market_data", source.url)
         if isinstance(read, PageUnreachable):
-            verification.unreachable_reasons[read.reason] += 1
-            check = CitationCheck(n=claim.n, marker_index=claim.marker_index, status="unreachable")
+            check = CitationCheck(n=claim.n, marker_index=claim.marker_index, status="unreachable", reason=read.reason)
         else:
             if isinstance(read, SourceText):
                 judgement = judge_page(claim.text, read)

@@ -160,7 +160,9 @@ def render_report(
         "",
         "## Calibration: accuracy by confidence band",
         "",
-        "Does a low confidence mean a wrong answer? Accuracy is the share the judge found correct.",
+        "Does a low confidence mean a wrong answer? Accuracy is the share the judge found correct. The "
+        "confidence is the one the answer shows: lowered by citations the check found unsupported, left as the "
+        "research put it by those it could not read (a paywall, a bot wall, a timeout).",
         "",
         "| confidence | graded | correct | partially | accuracy | |",
         "|---|---:|---:|---:|---:|---|",

@@ -44,9 +44,14 @@ def intraday(history: PriceHistory) -> bool:
     return history.interval.endswith(("m", "h"))
 
 
+def bar_moment(bar: PriceBar, history: PriceHistory) -> date:
+    """When a bar is: its day, or its time for intraday bars (a datetime, which is a date)."""
+    return bar.date if intraday(history) else bar.date.date()
+
+
 def bar_label(bar: PriceBar, history: PriceHistory) -> str:
     """The x of a bar: its ISO date, or its ISO date-time for intraday bars."""
-    return bar.date.isoformat() if intraday(history) else bar.date.date().isoformat()
+    return bar_moment(bar, history).isoformat()
 
 
 def period_label(period_end: date, frequency: StatementFrequency, calendar: FiscalCalendar | None = None) -> str:

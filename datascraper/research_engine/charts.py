@@ -7,6 +7,10 @@ are built when the synthesizer has numbered the sources, and go out before the a
 One chart per sub-question and statement line, with a series per ticker, so that a comparison is one
 chart; tickers reported in different currencies get a chart each. Bounded: `MAX_CHARTS` per run,
 `MAX_POINTS` per series.
+
+Points go oldest first by when they are, never by their labels: Microsoft's Q1 FY2027 (Jul–Sep 2026) comes
+after its Q4 FY2026, though its label sorts first. Each series sends its points' ends beside them (`ends`),
+so that a client merging the periods of several series orders them the same way.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from datetime import date
 from typing import TypeVar
 
 from datascraper.market_data.schemas import FinancialStatement, MarketDataResult, PriceHistory, humanize
 from datascraper.openai_search import clean_url
-from datascraper.research_engine.as_of import as_of_moment, as_of_text, bar_label, period_label
+from datascraper.research_engine.as_of import as_of_moment, as_of_text, bar_label, bar_moment, period_label
 from datascraper.research_engine.fiscal_calendar import FiscalCalendar
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import ChartEvent, ChartSeries, Source
@@ -55,6 +60,9 @@ _HEADLINE_LINES = {
 }
 _PER_SHARE_LINES = frozenset({"BasicEPS", "DilutedEPS"})
 R = TypeVar("R", PriceHistory, FinancialStatement)
+P = TypeVar("P")
+# A point as it is charted: when it is (a period's end, a bar's day or time), its x, its y.
+DatedPoint = tuple[date, str, float]
 
 
 def charts_for(findings: Sequence[Finding], sources: Sequence[Source]) -> list[ChartEvent]:
@@ -107,10 +115,14 @@ def _by_currency(results: list[tuple[R, int]]) -> list[list[tuple[R, int]]]:
 
 def _price_chart(histories: list[tuple[PriceHistory, int]]) -> list[ChartEvent]:
     series = [
-        ChartSeries(
-            name=history.symbol,
-            source_n=n,
-            points=_bounded([(bar_label(bar, history), bar.close) for bar in history.bars if bar.close is not None]),
+        _series(
+            history.symbol,
+            n,
+            [
+                (bar_moment(bar, history), bar_label(bar, history), bar.close)
+                for bar in history.bars
+                if bar.close is not None
+            ],
         )
         for history, n in histories
     ]
@@ -143,13 +155,12 @@ def _statement_charts(
             values = next((line.values for line in statement.lines if line.name == name), [])
             # The periods asked for only: the bases kept for growth rates are not what the question is about.
             points = [
-                (period_label(end, statement.frequency, calendar), value)
+                (end, period_label(end, statement.frequency, calendar), value)
                 for end, value in zip(statement.asked_periods, values, strict=False)
                 if value is not None
             ]
             if points:
-                # Statements list the newest period first; charts read left to right, oldest first.
-                series.append(ChartSeries(name=statement.symbol, source_n=n, points=_bounded(points[::-1])))
+                series.append(_series(statement.symbol, n, points))
         if not series:
             continue
         currency = first.currency or ""
@@ -190,7 +201,19 @@ def lines_asked(question: str, statement: str, present: set[str]) -> list[str]:
     return asked[:MAX_LINES_PER_STATEMENT]
 
 
-def _bounded(points: list[tuple[str, float]]) -> list[tuple[str, float]]:
+def _series(name: str, source_n: int, points: list[DatedPoint]) -> ChartSeries:
+    """A series read left to right: its points oldest first by when they are (statements list the newest
+    period first, and fiscal labels do not sort as text), bounded, each with its end beside it."""
+    dated = _bounded(sorted(points, key=lambda point: point[0]))
+    return ChartSeries(
+        name=name,
+        source_n=source_n,
+        points=[(x, y) for _, x, y in dated],
+        ends=[end.isoformat() for end, _, _ in dated],
+    )
+
+
+def _bounded(points: list[P]) -> list[P]:
     """At most `MAX_POINTS`, evenly spaced, the first and the last kept."""
     if len(points) <= MAX_POINTS:
         return points

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from datascraper import prompts
+from datascraper.citations.fetcher import reason_text
 from datascraper.research_engine.confidence import EvidenceAssessment, describe_contradiction
 from datascraper.schemas import (
     CitationCheck,
@@ -113,22 +114,42 @@ def checked_confidence(confidence: RunConfidence, citations: Sequence[CitationCh
     """The confidence the answer earned once its citations were checked.
 
     The research's score judges the evidence found; an answer that cites it for claims it does not support
-    has not earned that score. Unsupported citations lower it, unreachable ones (neither confirmed nor
-    refuted) by half as much; with no citation checked it stands.
+    has not earned that score: each unsupported citation lowers it, by `CITATION_WEIGHT` over the number of
+    citations. A citation whose source could not be read (a paywall, a bot wall, a timeout) is neither
+    confirmed nor refuted: it leaves the score where the research put it, and is counted, with why, so that
+    the answer says how much went unchecked. Counting it against the answer would punish the sources that
+    most often refuse a fetcher (Reuters, the FT, Bloomberg, the WSJ), which are those the credibility
+    score trusts most. With no citation checked the confidence stands.
     """
     if not citations:
-        return confidence.model_copy(update={"citation_support": None})
-    statuses = Counter(check.status for check in citations)
-    support = (statuses["supported"] + 0.5 * statuses["unreachable"]) / len(citations)
-    score = round(confidence.score * (1 - CITATION_WEIGHT * (1 - support)), 3)
-    update: dict[str, object] = {"citation_support": round(support, 3)}
-    if score < confidence.score:
-        unbacked = statuses["unsupported"] + statuses["unreachable"]
-        note = prompts.CITATION_CHECK_SUMMARY.format(
-            unbacked=unbacked, checked=len(citations), before=confidence.score, after=score
+        return confidence.model_copy(
+            update={"citation_support": None, "citations_unchecked": None, "unchecked_reasons": {}}
         )
-        update |= {"score": score, "evidence_score": confidence.score, "summary": confidence.summary + note}
-    return confidence.model_copy(update=update)
+    statuses = Counter(check.status for check in citations)
+    read = statuses["supported"] + statuses["unsupported"]
+    reasons = Counter(check.reason or "unknown" for check in citations if check.status == "unreachable")
+    score = round(confidence.score * (1 - CITATION_WEIGHT * statuses["unsupported"] / len(citations)), 3)
+    update: dict[str, object] = {
+        "citation_support": round(statuses["supported"] / read, 3) if read else None,
+        "citations_unchecked": statuses["unreachable"],
+        "unchecked_reasons": dict(reasons),
+    }
+    summary = confidence.summary
+    if score < confidence.score:
+        summary += prompts.CITATION_CHECK_SUMMARY.format(
+            unsupported=statuses["unsupported"], checked=len(citations), before=confidence.score, after=score
+        )
+        update |= {"score": score, "evidence_score": confidence.score}
+    if reasons:
+        summary += prompts.CITATION_UNCHECKED_SUMMARY.format(
+            unchecked=statuses["unreachable"], checked=len(citations), reasons=unchecked_reasons_text(reasons)
+        )
+    return confidence.model_copy(update=update | {"summary": summary})
+
+
+def unchecked_reasons_text(reasons: Counter[str]) -> str:
+    """ "3 HTTP 403, 2 timeout": why citations went unchecked, the most frequent first."""
+    return ", ".join(f"{count} {reason_text(reason)}" for reason, count in reasons.most_common())
 
 
 def low_confidence_note(confidence: RunConfidence | None) -> str:

@@ -39,6 +39,24 @@ async def test_the_run_serves_its_charts_as_they_were_sent_and_the_answer_names_
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_a_run_stored_before_charts_carried_their_ends_still_serves_its_charts(
+    api, fake_openai, market_data, research_env  # noqa: F811
+):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(fake_openai, APPLE_MONTH)
+    script_synthesis(fake_openai, "Apple closed at 196.45 USD on 2025-06-13 [1].")
+    accepted = await ask(api, QUESTION, mode="research")
+    sent = (await wait_finished(api, accepted["run_id"]))["charts"]
+    assert sent[0]["series"][0]["ends"], "charts are stored with their points' ends"
+    stored = [{**chart, "series": [{k: v for k, v in s.items() if k != "ends"} for s in chart["series"]]} for chart in sent]
+    await ResearchRun.objects.filter(id=accepted["run_id"]).aupdate(charts=stored)
+
+    run = (await api.get(f"/api/runs/{accepted['run_id']}")).json()
+
+    assert run["charts"] == stored, "served as stored, without ends (the page then keeps the series' order)"
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_a_quote_answer_has_no_charts_but_still_names_its_run(api, fake_openai, market_data):  # noqa: F811
     accepted = await ask(api, "What is AAPL trading at?", mode="auto")
     run = await wait_finished(api, accepted["run_id"])

@@ -35,6 +35,7 @@ async def test_the_verification_event_follows_the_answer_and_the_run_stores_it(
     ]
     assert "$391.04 billion" in citations[0]["evidence"]
     assert all("evidence" not in c for c in citations[1:])
+    assert [c.get("reason") for c in citations] == [None, None, "http_404"], "an unreachable one says why"
     assert run["status"] == "done"
     assert run["verification"] == citations
     stored = await ResearchRun.objects.aget(pk=accepted["run_id"])

@@ -24,6 +24,10 @@ import pytest
 from chat import views
 from chat.models import ResearchRun
 from chat.services import leases, runs
+from datascraper.research_engine.charts import charts_for
+from datascraper.research_engine.fiscal_calendar import FiscalCalendar
+from datascraper.research_engine.state import Finding
+from datascraper.research_engine.trace import checked_confidence
 from datascraper.schemas import (
     ChartEvent,
     ChartSeries,
@@ -47,6 +51,7 @@ from datascraper.schemas import (
 )
 from tests.datascraper.conftest import market_data  # noqa: F401 (the fixture)
 from tests.datascraper.research_support import gaps, script_analysis, script_gaps, script_synthesis, sub
+from tests.datascraper.test_charts_and_as_of import statement_finding
 from tests.fakes.openai_server import Sentence, TextReply, has_web_search
 from tests.sse import SseEvent, parse_frames
 
@@ -1031,14 +1036,26 @@ LINE_JS = "(figure, points) => {" + PANE_PIXELS_JS + """
 """
 
 
+def periods_in_order(chart: dict) -> list[str]:
+    """A chart event's periods, oldest first by the ends its series give beside their points (an event
+    without ends: its ISO dates or calendar-quarter labels, which sort as text)."""
+    ends: dict[str, str] = {}
+    for series in chart["series"]:
+        xs = [x for x, _ in series["points"]]
+        for x, end in zip(xs, series.get("ends") or xs, strict=True):
+            ends.setdefault(x, end)
+    return sorted(ends, key=lambda x: ends[x])
+
+
 def assert_bars_drawn_from(figure: sync_api.Locator, chart: dict) -> None:
-    """One bar per series and period, side by side in period order, each as tall as its figure."""
+    """One bar per series and period (none where a series lacks the period), side by side in period order,
+    each as tall as its figure."""
     # A chart paints on the animation frame after it is shown or resized.
     figure.page.wait_for_function(f"(figure) => ({BARS_JS})(figure).length > 0", arg=figure.element_handle())
     bars = figure.evaluate(BARS_JS)
-    periods = sorted({x for series in chart["series"] for x, _ in series["points"]})
+    periods = periods_in_order(chart)
     values = [dict(series["points"]) for series in chart["series"]]
-    expected = [(s, values[s][period]) for period in periods for s in range(len(values))]
+    expected = [(s, values[s][period]) for period in periods for s in range(len(values)) if period in values[s]]
     assert [series for series, _ in bars] == [series for series, _ in expected], bars
     pixels_per_unit = [height / value for (_, height), (_, value) in zip(bars, expected, strict=True)]
     assert max(pixels_per_unit) / min(pixels_per_unit) < 1.03, bars
@@ -1109,7 +1126,7 @@ def test_a_chart_toggles_to_a_table_of_the_same_figures_right_aligned_with_units
 
     table = bars.locator("table.figure-data")
     assert bars.locator(".figure-chart").is_hidden() and table.is_visible()
-    periods = sorted({x for series in chart["series"] for x, _ in series["points"]})
+    periods = periods_in_order(chart)
     assert table.locator("thead th").all_inner_texts() == ["USD billions", *periods]
     for row, series in zip(table.locator("tbody tr").all(), chart["series"], strict=True):
         assert row.locator("th").inner_text() == f"{series['name']}[{series['source_n']}]"
@@ -1378,6 +1395,97 @@ def test_a_charts_figures_download_as_csv_rows_with_their_sources(page, market_d
     ]
 
 
+MSFT_QUARTERS = ["Q3 FY2026 (Jan–Mar 2026)", "Q4 FY2026 (Apr–Jun 2026)", "Q1 FY2027 (Jul–Sep 2026)"]
+MSFT_FINANCIALS = "https://finance.yahoo.com/quote/MSFT/financials"
+
+
+def fiscal_quarters_chart(*more: Finding) -> ChartEvent:
+    """The chart the server draws of Microsoft's revenue in Q3 FY2026, Q4 FY2026 and Q1 FY2027 (its fiscal
+    year ends in June, so the last is Jul-Sep 2026), and of `more` findings' statements beside it."""
+    june = FiscalCalendar(year_end_month=6)
+    msft = statement_finding(
+        "MSFT", [date(2026, 9, 30), date(2026, 6, 30), date(2026, 3, 31)], [80e9, 76e9, 70e9], fiscal_calendars={"MSFT": june}
+    )
+    for finding in more:
+        msft.market_data.results += finding.market_data.results
+        msft.fiscal_calendars |= finding.fiscal_calendars
+    sources = [
+        Source(n=n, title=result.title, url=result.url, kind="market_data")
+        for n, result in enumerate(msft.market_data.results, start=1)
+    ]
+    [chart] = charts_for([msft], sources)
+    return chart
+
+
+def ask_for_chart(page: sync_api.Page, scripted_router, chart: ChartEvent) -> sync_api.Locator:
+    sources = [
+        Source(n=one.source_n, title="t", url=f"https://finance.yahoo.com/quote/{one.name}/financials", kind="market_data")
+        for one in chart.series
+    ]
+    summary = RunSummary(mode="research", answer="", sources=sources, charts=[chart])
+    scripted_router(chart, DeltaEvent(text="Revenue rose each quarter [1]."), SourcesEvent(sources=sources), summary)
+    answer = ask(page, "Microsoft's revenue over its last three quarters", mode="research")
+    wait_until_finished(answer)
+    return answer
+
+
+def csv_of(figure: sync_api.Locator) -> list[list[str]]:
+    with figure.page.expect_download() as downloading:
+        figure.locator("button.figure-csv").click()
+    return list(csv.reader(io.StringIO(Path(downloading.value.path()).read_text(encoding="utf-8"))))
+
+
+def test_fiscal_quarters_across_a_fiscal_year_are_drawn_tabled_and_exported_oldest_first(page, scripted_router):
+    chart = fiscal_quarters_chart()
+    answer = ask_for_chart(page, scripted_router, chart)
+    figure = answer.locator('figure[data-kind="bars"]')
+
+    # Drawn left to right Q3 FY2026, Q4 FY2026, Q1 FY2027: bars as tall as 70, 76 and 80 billion.
+    assert_bars_drawn_from(figure, chart.payload())
+    assert periods_in_order(chart.payload()) == MSFT_QUARTERS
+    figure.locator("button.figure-table-toggle").click()
+    assert figure.locator("table.figure-data thead th").all_inner_texts() == ["USD billions", *MSFT_QUARTERS]
+    assert figure.locator("table.figure-data tbody td").all_inner_texts() == ["70.00", "76.00", "80.00"]
+    rows = csv_of(figure)
+    assert [(row[0], row[1], float(row[2])) for row in rows[1:]] == [
+        ("MSFT", MSFT_QUARTERS[0], 70e9), ("MSFT", MSFT_QUARTERS[1], 76e9), ("MSFT", MSFT_QUARTERS[2], 80e9)
+    ]
+
+    # Reopened from storage: the run's stored chart, drawn in the same order.
+    page.reload()
+    page.locator("#conversations button").first.click()
+    reopened = page.locator(ANSWER)
+    page.wait_for_function("(el) => el.dataset.trust === 'loaded'", arg=reopened.element_handle())
+    figure = reopened.locator('figure[data-kind="bars"]')
+    assert_bars_drawn_from(figure, chart.payload())
+    figure.locator("button.figure-table-toggle").click()
+    assert figure.locator("table.figure-data thead th").all_inner_texts() == ["USD billions", *MSFT_QUARTERS]
+
+
+def test_a_comparisons_periods_are_merged_in_the_order_of_their_ends_not_of_the_series(page, scripted_router):
+    # ADP's fiscal year also ends in June; its series starts a quarter before Microsoft's and stops before
+    # Q1 FY2027. Merging the two series in the order they list periods would put Q2 FY2026 last.
+    adp = statement_finding(
+        "ADP", [date(2026, 6, 30), date(2026, 3, 31), date(2025, 12, 31)], [51e9, 55e9, 50e9],
+        fiscal_calendars={"ADP": FiscalCalendar(year_end_month=6)},
+    )  # fmt: skip
+    chart = fiscal_quarters_chart(adp)
+    assert [series.name for series in chart.series] == ["MSFT", "ADP"]
+    answer = ask_for_chart(page, scripted_router, chart)
+    figure = answer.locator('figure[data-kind="bars"]')
+
+    figure.locator("button.figure-table-toggle").click()
+
+    periods = ["Q2 FY2026 (Oct–Dec 2025)", *MSFT_QUARTERS]
+    assert figure.locator("table.figure-data thead th").all_inner_texts() == ["USD billions", *periods]
+    assert [row.locator("td").all_inner_texts() for row in figure.locator("table.figure-data tbody tr").all()] == [
+        ["—", "70.00", "76.00", "80.00"],
+        ["50.00", "55.00", "51.00", "—"],
+    ]
+    figure.locator("button.figure-table-toggle").click()
+    assert_bars_drawn_from(figure, chart.payload())
+
+
 # --- trust at a glance ----------------------------------------------------------------------------------
 
 def trusted_answer(answer: sync_api.Locator) -> None:
@@ -1449,6 +1557,72 @@ def test_a_confidence_lowered_by_the_citation_check_shows_low_with_the_reason_in
     assert " ".join(badge.inner_text().split()) == "Low confidence 0.61"
     title = badge.get_attribute("title")
     assert "Citations supported 0.38" in title and "lowered from 0.89 by the citation check" in title
+
+
+PAYWALLED_SOURCES = [
+    Source(n=n, title=title, url=url, kind="web", domain_type="major_news")
+    for n, (title, url) in enumerate(
+        [
+            ("Apple's Services hit a record - Reuters", "https://www.reuters.com/technology/apple-services"),
+            ("Apple's margins - FT", "https://www.ft.com/content/apple-margins"),
+            ("Apple's buyback - Bloomberg", "https://www.bloomberg.com/news/apple-buyback"),
+            ("Apple and China - WSJ", "https://www.wsj.com/tech/apple-china"),
+            ("Apple's guidance - Reuters", "https://www.reuters.com/technology/apple-guidance"),
+        ],
+        start=1,
+    )
+]
+
+
+def test_citations_that_could_not_be_checked_leave_the_confidence_and_the_badge_and_sources_say_why(
+    page, scripted_router
+):
+    # The issue's run: evidence 0.975, citing five pages the checker could not fetch.
+    checks = [
+        CitationCheck(n=n, marker_index=n - 1, status="unreachable", reason=reason)
+        for n, reason in enumerate(["http_403", "http_403", "http_401", "timeout", "http_403"], start=1)
+    ]
+    confidence = checked_confidence(run_confidence(0.975), checks)
+    scripted_router(
+        RoundEvent(n=1, complete=True, confidence=0.975),
+        DeltaEvent(text="Services hit a record [1]. Margins held [2]. Buybacks went on [3]. China slowed [4]. Guidance rose [5]."),
+        SourcesEvent(sources=PAYWALLED_SOURCES),
+        VerificationEvent(citations=checks),
+        RunSummary(mode="research", answer="", sources=PAYWALLED_SOURCES, verification=checks, confidence=confidence),
+    )
+    answer = ask(page, "How did Apple do?", mode="research")
+    trusted_answer(answer)
+
+    badge = answer.locator(".trust .confidence-badge")
+    assert badge.get_attribute("data-score") == "0.975"
+    assert "low" not in badge.get_attribute("class")
+    assert " ".join(badge.inner_text().split()) == "Confidence 0.98 5 unchecked"
+    why = "5 citations could not be checked (3 HTTP 403, 1 HTTP 401, 1 timeout); they leave the confidence as it was"
+    assert why in badge.get_attribute("title")
+    badge.hover()
+    sync_api.expect(badge.locator(".confidence-unchecked-why")).to_have_text(f"{why}.")
+    assert answer.locator(".sources .source-verification").all_inner_texts() == [
+        "citations: 1 could not be checked (HTTP 403)",
+        "citations: 1 could not be checked (HTTP 403)",
+        "citations: 1 could not be checked (HTTP 401)",
+        "citations: 1 could not be checked (timeout)",
+        "citations: 1 could not be checked (HTTP 403)",
+    ]
+    assert answer.locator(".answer .citation").nth(3).get_attribute("title") == (
+        "Apple and China - WSJ — source could not be read to check (timeout)"
+    )
+    run = page.request.get(f"/api/runs/{answer.get_attribute('data-run-id')}").json()
+    assert run["confidence"]["score"] == 0.975 and run["confidence"]["evidence_score"] is None
+    assert run["confidence"]["citations_unchecked"] == 5
+    assert run["confidence"]["unchecked_reasons"] == {"http_403": 3, "http_401": 1, "timeout": 1}
+    assert [check["reason"] for check in run["verification"]] == ["http_403", "http_403", "http_401", "timeout", "http_403"]
+    page.mouse.move(0, 0)  # the badge's popover off the buttons
+    with page.expect_download() as downloading:
+        answer.locator("button.download-report").click()
+    report = Path(downloading.value.path()).read_text(encoding="utf-8")
+    assert "- Score: 0.975 (threshold 0.75)\n" in report
+    assert f"- Unchecked citations: {why}\n" in report
+    assert "- Marker 4 [4]: unreachable (timeout)\n" in report
 
 
 @pytest.mark.parametrize(
@@ -1567,7 +1741,7 @@ def test_citations_are_marked_once_verification_arrives_and_summed_up_per_source
     assert markers.nth(1).get_attribute("title") == "A blog on Apple — not supported by its source: “Apple sold more phones”"
     assert markers.nth(2).get_attribute("title") == "Apple 10-K — source could not be read to check"
     assert answer.locator(".sources .source-verification").all_inner_texts() == [
-        "citations: 1 supported, 1 unreachable",
+        "citations: 1 supported, 1 could not be checked",
         "citations: 1 unsupported",
         "citations: 1 supported",
     ]

@@ -9,8 +9,14 @@ against a second reading of the fake.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from curl_cffi.requests.models import Response
+from pydantic import ValidationError
 
 from datascraper import prompts
+from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.schemas import (
     FinancialStatement,
     MarketDataFinding,
@@ -19,10 +25,12 @@ from datascraper.market_data.schemas import (
     StatementLine,
     ToolResult,
 )
+from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.research_engine.as_of import period_label
 from datascraper.research_engine.charts import MAX_CHARTS, MAX_POINTS, charts_for, lines_asked
+from datascraper.research_engine.fiscal_calendar import FiscalCalendar, infer_calendar
 from datascraper.research_engine.state import Finding, PlannedStep
-from datascraper.schemas import ChartEvent, Source
+from datascraper.schemas import Chart, ChartEvent, ChartSeries, Source
 from tests.datascraper.conftest import MARKET_NOW
 from tests.datascraper.research_support import (
     is_synthesis,
@@ -36,6 +44,8 @@ from tests.datascraper.research_support import (
     summary_of,
 )
 from tests.fakes.openai_server import Sentence, TextReply
+from tests.fakes.yfinance import FakeYahoo, _reply
+from tests.recorded import recorded_bytes, requires_recorded
 
 REUTERS = ("https://www.reuters.com/apple-microsoft-outlook", "Apple and Microsoft outlook - Reuters")
 APPLE_MONTH = sub("How did Apple's share price move over the last month?", "numerical", ["AAPL"], "price_history")
@@ -93,6 +103,7 @@ async def test_a_price_history_is_charted_as_a_line_of_the_tools_closes(fake_ope
     assert series.name == "AAPL" and series.source_n == source.n
     assert series.points == [(bar["date"][:10], bar["close"]) for bar in bars]
     assert len(series.points) == 21
+    assert series.ends == [x for x, _ in series.points], "a price's end is its day"
     # the chart goes out once sources are numbered, before the answer's first delta
     types = [event.type for event in events]
     assert types.index("chart") < types.index("delta")
@@ -251,6 +262,120 @@ def test_statement_bars_skip_missing_values_and_are_labelled_by_calendar_quarter
 
     assert chart.series[0].points == [("2024-Q3", 14_736e6), ("2025-Q1", 24_780e6)]
     assert chart.as_of == "2025-03-29"
+
+
+def statement_finding(symbol: str, periods: list[date], values: list[float], **finding: object) -> Finding:
+    """A sub-question about `symbol`'s quarterly revenue answered with these periods and values."""
+    url = f"https://finance.yahoo.com/quote/{symbol}/financials"
+    statement = FinancialStatement(
+        symbol=symbol,
+        currency="USD",
+        retrieved_at=MARKET_NOW,
+        url=url,
+        statement="income",
+        frequency="quarterly",
+        periods=periods,
+        lines=[StatementLine(name="TotalRevenue", values=values)],
+    )
+    result = ToolResult(symbol=symbol, tool="get_financial_statement", data=statement.model_dump(mode="json"), url=url, title="t")
+    step = PlannedStep(id="q1", question=f"{symbol}'s quarterly revenue", type="numerical", route="market_data")
+    market = MarketDataFinding(tickers=[symbol], data="income_statement", results=[result])
+    return Finding(step=step, status="answered", route="market_data", market_data=market, **finding)
+
+
+def test_fiscal_quarters_across_a_fiscal_year_are_charted_in_period_order_with_their_ends():
+    # Microsoft's fiscal year ends in June: Q1 FY2027 is Jul-Sep 2026, after Q4 FY2026, though its label
+    # sorts first.
+    finding = statement_finding(
+        "MSFT",
+        [date(2026, 9, 30), date(2026, 6, 30), date(2026, 3, 31)],
+        [80e9, 76e9, 70e9],
+        fiscal_calendars={"MSFT": FiscalCalendar(year_end_month=6)},
+    )
+    url = "https://finance.yahoo.com/quote/MSFT/financials"
+
+    [chart] = charts_for([finding], [Source(n=1, title="t", url=url, kind="market_data")])
+
+    [series] = chart.series
+    assert series.points == [
+        ("Q3 FY2026 (Jan–Mar 2026)", 70e9),
+        ("Q4 FY2026 (Apr–Jun 2026)", 76e9),
+        ("Q1 FY2027 (Jul–Sep 2026)", 80e9),
+    ]
+    assert series.ends == ["2026-03-31", "2026-06-30", "2026-09-30"]
+    assert chart.payload()["series"][0]["ends"] == series.ends, "the event carries them"
+
+
+class RecordedIncomeStatements(FakeYahoo):
+    """The fake Yahoo, except that AAPL's income statements are the replies Yahoo really sent (recorded by
+    node-yahoo-finance2, ../shared/recorded/yahoo), read by the real yfinance."""
+
+    RECORDED = {
+        "income:quarterly": "node.fundamentalsTimeSeries-AAPL-financials-quarterly.json",
+        "income:yearly": "node.fundamentalsTimeSeries-AAPL-financials-annual.json",
+    }
+
+    def _answer(self, url: str, symbol: str, endpoint: str, query: dict[str, str], body: Any) -> Response:
+        if symbol == "AAPL" and endpoint in self.RECORDED:
+            return _reply(url, 200, recorded_bytes("yahoo", "bodies", self.RECORDED[endpoint]).decode())
+        return super()._answer(url, symbol, endpoint, query, body)
+
+
+@requires_recorded
+async def test_apples_recorded_quarters_across_its_fiscal_year_are_charted_oldest_first():
+    adapter = YahooFinanceAdapter(RecordedIncomeStatements().ticker, cache=TTLCache(), now=lambda: MARKET_NOW)
+    quarterly = await adapter.financial_statement("AAPL", "income", "quarterly")
+    annual = await adapter.financial_statement("AAPL", "income", "annual")
+    calendar = infer_calendar(annual.periods, quarterly.periods)
+    assert calendar is not None and calendar.year_end_month == 9
+    url = quarterly.url
+    result = ToolResult(
+        symbol="AAPL", tool="get_financial_statement", data=quarterly.model_dump(mode="json"), url=url, title="t"
+    )
+    step = PlannedStep(id="q1", question="Apple's quarterly revenue", type="numerical", route="market_data")
+    market = MarketDataFinding(tickers=["AAPL"], data="income_statement", results=[result])
+    finding = Finding(
+        step=step, status="answered", route="market_data", market_data=market, fiscal_calendars={"AAPL": calendar}
+    )
+
+    [chart] = charts_for([finding], [Source(n=1, title="t", url=url, kind="market_data")])
+
+    # Q1 FY2025 (Oct-Dec 2024) is Apple's newest quarter here, and its label sorts before the others.
+    [series] = chart.series
+    assert series.points == [
+        ("Q2 FY2024 (Jan–Mar 2024)", 90_753e6),
+        ("Q3 FY2024 (Apr–Jun 2024)", 85_777e6),
+        ("Q4 FY2024 (Jul–Sep 2024)", 94_930e6),
+        ("Q1 FY2025 (Oct–Dec 2024)", 124_300e6),
+    ]
+    assert series.ends == ["2024-03-31", "2024-06-30", "2024-09-30", "2024-12-31"]
+
+
+def test_a_statements_periods_in_any_order_are_charted_oldest_first():
+    finding = statement_finding("AAPL", [date(2024, 12, 28), date(2025, 3, 29), date(2024, 9, 28)], [124e9, 95e9, 94e9])
+    url = "https://finance.yahoo.com/quote/AAPL/financials"
+
+    [chart] = charts_for([finding], [Source(n=1, title="t", url=url, kind="market_data")])
+
+    assert chart.series[0].points == [("2024-Q3", 94e9), ("2024-Q4", 124e9), ("2025-Q1", 95e9)]
+    assert chart.series[0].ends == ["2024-09-28", "2024-12-28", "2025-03-29"]
+
+
+def test_a_chart_stored_before_ends_were_sent_reads_back_as_it_was_stored():
+    stored = {
+        "id": "c1", "title": "t", "kind": "bars", "unit": "USD", "as_of": "2025-03-29", "source_n": 1,
+        "series": [{"name": "AAPL", "source_n": 1, "points": [["2024-Q4", 1.0], ["2025-Q1", 2.0]]}],
+    }  # fmt: skip
+
+    chart = Chart.model_validate(stored)
+
+    assert chart.series[0].ends is None
+    assert chart.model_dump(mode="json") == stored
+
+
+def test_a_series_needs_one_end_per_point():
+    with pytest.raises(ValidationError, match="1 ends for 2 points"):
+        ChartSeries(name="AAPL", source_n=1, points=[("2024-Q4", 1.0), ("2025-Q1", 2.0)], ends=["2024-12-28"])
 
 
 def test_period_labels_name_fiscal_years_and_calendar_quarters():

@@ -13,7 +13,8 @@ window.ChatExport = (() => {
   "use strict";
 
   const { httpUrl } = window.ChatDom;
-  const { figureTable, formatFigure, unitLabel } = window.ChatFigures;
+  const { figureTable, formatFigure, inPeriodOrder, unitLabel } = window.ChatFigures;
+  const { reasonText, uncheckedText } = window.ChatTrust;
 
   const ROUTE_NAMES = { market_data: "market data", web_search: "web search", synthesis: "answered in the synthesis" };
   const plain = new Intl.NumberFormat("en", { maximumFractionDigits: 4 });
@@ -172,6 +173,8 @@ window.ChatExport = (() => {
       `- Components: ${COMPONENT_NAMES.map((name) => `${name} ${plain.format(confidence[name])}`).join(", ")}`,
       `- Shallow evidence: ${confidence.shallow ? "yes" : "no"}`,
     ];
+    const unchecked = uncheckedText(confidence);
+    if (unchecked) lines.push(`- Unchecked citations: ${unchecked}`);
     if (confidence.summary) lines.push(`- Summary: ${markdownText(confidence.summary)}`);
     return lines.join("\n");
   }
@@ -183,7 +186,8 @@ window.ChatExport = (() => {
       .sort((a, b) => a.marker_index - b.marker_index)
       .map((check) => {
         const evidence = check.evidence ? `: “${markdownText(check.evidence)}”` : "";
-        return `- Marker ${check.marker_index + 1} [${check.n}]: ${check.status}${evidence}`;
+        const reason = check.reason ? ` (${markdownText(reasonText(check.reason))})` : "";
+        return `- Marker ${check.marker_index + 1} [${check.n}]: ${check.status}${reason}${evidence}`;
       })
       .join("\n");
   }
@@ -284,8 +288,10 @@ window.ChatExport = (() => {
   }
 
   /** A chart's figures, one row per point, unscaled: `series,period|date,value,unit,as_of,source_n,
-   * source_title,source_url`. The source columns are empty until the answer's sources have arrived. */
-  function chartCsv(chart, sources) {
+   * source_title,source_url`, each series' rows oldest first as the chart draws them. The source columns are
+   * empty until the answer's sources have arrived. */
+  function chartCsv(event, sources) {
+    const chart = inPeriodOrder(event);
     const byNumber = new Map(sources.map((source) => [source.n, source]));
     const header = ["series", chart.kind === "bars" ? "period" : "date", "value", "unit", "as_of", "source_n", "source_title", "source_url"];
     const rows = chart.series.flatMap((series) => {

@@ -3,8 +3,12 @@
  * numbers as a table.
  *
  * A chart event is `{id, title, kind: "line"|"bars", unit, as_of, source_n, series: [{name, source_n,
- * points: [[x, y], ...]}]}`: x is an ISO date (price history) or a period label ("2025-Q1", "FY2024",
- * "TTM 2025-03-31") for statement lines. The points are the market data tool's figures, never a model's.
+ * points: [[x, y], ...], ends}]}`: x is an ISO date (price history) or a period label ("2025-Q1", "FY2024",
+ * "Q1 FY2027 (Jul–Sep 2026)", "TTM 2025-03-31") for statement lines, and `ends[i]` says when point i is
+ * (the period's end, ISO). The points are the market data tool's figures, never a model's.
+ *
+ * Figures read oldest first by their ends, never by their labels: "Q1 FY2027" sorts before "Q3 FY2026" as
+ * text, and comes after it. The chart, its table, the report and the CSV all take that one order.
  *
  * Lines (price history) use the library's time scale. Bars do not: a period label is not a moment, and a
  * comparison needs each period's bars side by side, which a time axis would draw on top of one another.
@@ -52,9 +56,35 @@ window.ChatFigures = (() => {
     return value === null || value === undefined ? "—" : figureNumber.format(value / scale.factor);
   }
 
-  /** Every x of the chart's series, oldest first (ISO dates and period labels both sort as text). */
-  function xsOf(chart) {
-    return [...new Set(chart.series.flatMap((series) => series.points.map(([x]) => x)))].sort();
+  const ISO_MOMENT = /^\d{4}-\d{2}-\d{2}/;
+
+  /** Every x of the chart's series, oldest first by when it is: the end the server sends beside each point
+   * (the first series to have an x dates it). A chart stored before ends were sent: an ISO x dates itself,
+   * and period labels keep the order the series give them, which the server always sent oldest first. */
+  function periodsOf(chart) {
+    const ends = new Map();
+    for (const series of chart.series) {
+      series.points.forEach(([x], i) => {
+        if (!ends.has(x)) ends.set(x, series.ends ? series.ends[i] : ISO_MOMENT.test(x) ? x : null);
+      });
+    }
+    const xs = [...ends.keys()];
+    if (xs.some((x) => ends.get(x) === null)) return xs;
+    const moment = new Map(xs.map((x) => [x, Date.parse(ends.get(x))]));
+    return xs.sort((a, b) => moment.get(a) - moment.get(b));
+  }
+
+  /** The chart with each series' points (and their ends) in the order of `periodsOf`: what the figure, its
+   * table and its CSV show, whatever order the event came in. */
+  function inPeriodOrder(chart) {
+    const rank = new Map(periodsOf(chart).map((x, i) => [x, i]));
+    const series = chart.series.map((one) => {
+      const order = one.points.map((_, i) => i).sort((a, b) => rank.get(one.points[a][0]) - rank.get(one.points[b][0]));
+      const ordered = { ...one, points: order.map((i) => one.points[i]) };
+      if (one.ends) ordered.ends = order.map((i) => one.ends[i]);
+      return ordered;
+    });
+    return { ...chart, series };
   }
 
   /** The chart's figures as a table (raw numbers; `scale` says how to show them). Bars: a column per
@@ -63,7 +93,7 @@ window.ChatFigures = (() => {
   function figureTable(chart) {
     const scale = scaleOf(chart);
     const unit = unitLabel(chart, scale);
-    const xs = xsOf(chart);
+    const xs = periodsOf(chart);
     const values = chart.series.map((series) => new Map(series.points));
     if (chart.kind === "bars") {
       return {
@@ -201,7 +231,7 @@ window.ChatFigures = (() => {
   }
 
   function drawBars(container, chart, scale) {
-    const periods = xsOf(chart);
+    const periods = periodsOf(chart);
     const api = Charts.createChartEx(container, new PeriodScale(periods), chartOptions(scale));
     const values = chart.series.map((series) => new Map(series.points));
     const colors = chart.series.map((_, i) => SERIES_COLORS[i % SERIES_COLORS.length]);
@@ -241,7 +271,8 @@ window.ChatFigures = (() => {
    * chart or its table, and the buttons. `sourceLink(n)` makes the link to source n in the answer's list;
    * `onCsv(chart)` downloads the figures. */
   class Figure {
-    constructor(chart, { sourceLink, onCsv }) {
+    constructor(event, { sourceLink, onCsv }) {
+      const chart = inPeriodOrder(event);
       this.chart = chart;
       this.sourceLink = sourceLink;
       this.scale = scaleOf(chart);
@@ -310,5 +341,5 @@ window.ChatFigures = (() => {
     }
   }
 
-  return { Figure, figureTable, formatFigure, unitLabel };
+  return { Figure, figureTable, formatFigure, inPeriodOrder, unitLabel };
 })();

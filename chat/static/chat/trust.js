@@ -3,7 +3,8 @@
  *
  * - The confidence badge: the research's evidence confidence (0-1), from the `round` events while the run
  *   goes on and from the stored run (GET /api/runs/{id} `confidence`) once it is done: that one is the
- *   confidence after the citation check, which unsupported citations lower. Its components show
+ *   confidence after the citation check, which unsupported citations lower. Citations whose source could
+ *   not be read leave it as it was: the badge says how many, and why. Its components show
  *   in a popover on hover and on keyboard focus. Below the threshold, or on shallow evidence, the badge says
  *   "low confidence" (the backend's own note under the answer gives the reasons; it is not repeated here).
  * - Contradictions between findings: listed in the process panel, flagged in the trust line.
@@ -35,10 +36,35 @@ window.ChatTrust = (() => {
     unsupported: "not supported by its source",
     unreachable: "source could not be read to check",
   };
+  const VERDICT_WORDS = { supported: "supported", unsupported: "unsupported", unreachable: "could not be checked" };
   const FLAGGED_TITLE = "not found in the market data";
   const score = new Intl.NumberFormat("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 
   let badgesShown = 0; // ids for the popovers the badges are described by
+
+  /** A reason code of an unreachable citation as words, as the backend writes it: "HTTP 403", "timeout". */
+  function reasonText(reason) {
+    const status = /^http_(\d{3})$/.exec(reason);
+    return status ? `HTTP ${status[1]}` : String(reason).replace(/_/g, " ");
+  }
+
+  /** "3 HTTP 403, 2 timeout": counts by reason, the most frequent first. */
+  function reasonsText(counts) {
+    return Object.entries(counts)
+      .sort(([, a], [, b]) => b - a)
+      .map(([reason, count]) => `${count} ${reasonText(reason)}`)
+      .join(", ");
+  }
+
+  /** "5 citations could not be checked (3 HTTP 403, 2 timeout); they leave the confidence as it was", or
+   * "" when every citation could be read (or none was checked). */
+  function uncheckedText(confidence) {
+    const count = confidence.citations_unchecked;
+    if (typeof count !== "number" || count === 0) return "";
+    const why = confidence.unchecked_reasons ? reasonsText(confidence.unchecked_reasons) : "";
+    const citations = count === 1 ? "1 citation" : `${count} citations`;
+    return `${citations} could not be checked${why ? ` (${why})` : ""}; they leave the confidence as it was`;
+  }
 
   function isLow(confidence) {
     const threshold = confidence.threshold ?? DEFAULT_THRESHOLD;
@@ -57,6 +83,8 @@ window.ChatTrust = (() => {
     if (typeof confidence.evidence_score === "number") {
       parts.push(`lowered from ${score.format(confidence.evidence_score)} by the citation check`);
     }
+    const unchecked = uncheckedText(confidence);
+    if (unchecked) parts.push(unchecked);
     if (typeof confidence.threshold === "number") parts.push(`threshold ${score.format(confidence.threshold)}`);
     return parts.join(" · ");
   }
@@ -74,6 +102,8 @@ window.ChatTrust = (() => {
       element("span", "confidence-score", score.format(confidence.score)),
     );
     if (confidence.shallow) badge.append(element("span", "confidence-shallow", "shallow"));
+    const unchecked = uncheckedText(confidence);
+    if (unchecked) badge.append(element("span", "confidence-unchecked", `${confidence.citations_unchecked} unchecked`));
     badge.title = componentsLine(confidence);
     const popover = element("span", "confidence-components");
     popover.id = `confidence-components-${badgesShown}`;
@@ -87,6 +117,7 @@ window.ChatTrust = (() => {
       list.append(row);
     }
     popover.append(list);
+    if (unchecked) popover.append(element("span", "confidence-unchecked-why", `${unchecked}.`));
     if (typeof confidence.threshold === "number") {
       popover.append(element("span", "confidence-threshold", `Below ${score.format(confidence.threshold)} counts as low.`));
     }
@@ -119,22 +150,27 @@ window.ChatTrust = (() => {
       marker.classList.add("checked", check.status);
       marker.dataset.verification = check.status;
       marker.dataset.glyph = CHECK_GLYPHS[check.status] || "";
-      const said = check.evidence ? `${CHECK_WORDS[check.status]}: “${check.evidence}”` : CHECK_WORDS[check.status];
+      const words = check.reason ? `${CHECK_WORDS[check.status]} (${reasonText(check.reason)})` : CHECK_WORDS[check.status];
+      const said = check.evidence ? `${words}: “${check.evidence}”` : words;
       marker.title = marker.title ? `${marker.title} — ${said}` : said;
     }
   }
 
-  /** Per source n: "2 supported, 1 unsupported" from the checks of its markers; null when none. */
+  /** Per source n: "2 supported, 1 could not be checked (HTTP 403)" from the checks of its markers. */
   function sourceVerdicts(checks) {
     const counts = new Map();
     for (const check of checks) {
-      const of = counts.get(check.n) || { supported: 0, unsupported: 0, unreachable: 0 };
+      const of = counts.get(check.n) || { supported: 0, unsupported: 0, unreachable: 0, reasons: {} };
       of[check.status] += 1;
+      if (check.reason) of.reasons[check.reason] = (of.reasons[check.reason] || 0) + 1;
       counts.set(check.n, of);
     }
     const verdicts = new Map();
     for (const [n, of] of counts) {
-      const parts = ["supported", "unsupported", "unreachable"].filter((status) => of[status]).map((status) => `${of[status]} ${status}`);
+      const why = Object.keys(of.reasons).map(reasonText).join(", ");
+      const parts = ["supported", "unsupported", "unreachable"]
+        .filter((status) => of[status])
+        .map((status) => `${of[status]} ${VERDICT_WORDS[status]}${status === "unreachable" && why ? ` (${why})` : ""}`);
       verdicts.set(n, { text: `citations: ${parts.join(", ")}`, worst: of.unsupported ? "unsupported" : of.unreachable ? "unreachable" : "supported" });
     }
     return verdicts;
@@ -162,6 +198,8 @@ window.ChatTrust = (() => {
   }
 
   return {
+    reasonText,
+    uncheckedText,
     confidenceBadge,
     contradictionText,
     mergeContradictions,

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from datascraper.research_engine import pipeline, run_research
-from datascraper.schemas import ResearchQuery
+from datascraper.research_engine.trace import checked_confidence, low_confidence_note
+from datascraper.schemas import CitationCheck, ResearchQuery, RunConfidence
 from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
 from tests.datascraper.research_support import (
     gaps,
@@ -191,3 +192,95 @@ async def test_supported_citations_leave_the_confidence_as_the_research_judged_i
     assert summary.confidence.citation_support == 1.0
     assert summary.confidence.evidence_score is None
     assert summary.confidence.score == summary.trace[-1].confidence.score
+
+
+async def test_citations_whose_pages_refuse_the_checker_leave_the_confidence_the_research_reached(
+    fake_openai, verifying, page_server
+):
+    # Five paywalled pages (HTTP 403 to a fetcher), each cited once.
+    pages = [page_server.add(f"/paywalled-{i}", article("Subscribe", "Subscribe to read."), status=403) for i in range(5)]
+    script_analysis(fake_openai, sub("How fast did Apple's services revenue grow?"))
+    script_gaps(fake_openai, gaps(9, complete=True))
+    fake_openai.script(
+        TextReply([Sentence(f"Finding {i}.", cites=[(url, f"Story {i} - Reuters")]) for i, url in enumerate(pages)]),
+        when=lambda request: request.has_web_search,
+    )
+    script_synthesis(fake_openai, " ".join(f"Finding {i} [{i + 1}]." for i in range(5)))
+
+    summary = summary_of(await run("How is Apple's services business doing?", mode="research"))
+
+    assert [(c.status, c.reason) for c in summary.verification] == [("unreachable", "http_403")] * 5
+    confidence = summary.confidence
+    assert confidence.score == summary.trace[-1].confidence.score == summary.signals["confidence"]
+    assert confidence.evidence_score is None, "not lowered"
+    assert (confidence.citations_unchecked, confidence.unchecked_reasons) == (5, {"http_403": 5})
+    assert "5 of 5 citations could not be checked, their source unreadable (5 HTTP 403)" in confidence.summary
+
+
+# --- how the check moves the confidence: the run, evidence 0.975 citing five unreadable pages ------
+
+
+def research_confidence(score: float) -> RunConfidence:
+    return RunConfidence(
+        score=score,
+        coverage=1.0,
+        credibility=0.95,
+        diversity=1.0,
+        evidence=1.0,
+        consistency=0.9,
+        shallow=False,
+        threshold=0.75,
+        rounds=1,
+        progression=[score],
+        refinements=0,
+        uncertain=[],
+        summary="1 research round; evidence confidence 0.97.",
+    )
+
+
+def unreachable(marker_index: int, reason: str) -> CitationCheck:
+    return CitationCheck(n=marker_index + 1, marker_index=marker_index, status="unreachable", reason=reason)
+
+
+FIVE_UNREADABLE = [unreachable(0, "http_403"), unreachable(1, "http_403"), unreachable(2, "http_401"),
+                   unreachable(3, "timeout"), unreachable(4, "http_403")]  # fmt: skip
+
+
+def test_five_unreadable_citations_leave_0_975_where_it_was_with_no_low_confidence_flag():
+    confidence = checked_confidence(research_confidence(0.975), FIVE_UNREADABLE)
+
+    assert confidence.score == 0.975 and confidence.evidence_score is None
+    assert low_confidence_note(confidence) == ""
+    assert confidence.citations_unchecked == 5
+    assert confidence.unchecked_reasons == {"http_403": 3, "http_401": 1, "timeout": 1}
+    assert confidence.citation_support is None, "none could be read"
+    assert confidence.summary == (
+        "1 research round; evidence confidence 0.97. 5 of 5 citations could not be checked, their source "
+        "unreadable (3 HTTP 403, 1 HTTP 401, 1 timeout); they leave the confidence as it was."
+    )
+
+
+def test_an_unsupported_citation_lowers_the_confidence_by_its_own_share_whatever_could_not_be_checked():
+    checks = [CitationCheck(n=1, marker_index=0, status="unsupported"), *FIVE_UNREADABLE[1:]]
+
+    confidence = checked_confidence(research_confidence(0.975), checks)
+
+    assert confidence.score == pytest.approx(0.975 * (1 - 0.5 * 1 / 5), abs=0.001)
+    assert confidence.evidence_score == 0.975
+    assert (confidence.citation_support, confidence.citations_unchecked) == (0.0, 4)
+    assert "found 1 of 5 citations not supported by their source" in confidence.summary
+    assert "4 of 5 citations could not be checked" in confidence.summary
+
+
+def test_with_every_citation_read_an_unsupported_one_lowers_the_confidence_as_before():
+    checks = [
+        CitationCheck(n=1, marker_index=0, status="supported"),
+        CitationCheck(n=2, marker_index=1, status="unsupported"),
+    ]
+
+    confidence = checked_confidence(research_confidence(0.975), checks)
+
+    assert confidence.score == 0.731  # 0.975 x (1 - 0.5 x 1/2)
+    assert (confidence.citation_support, confidence.citations_unchecked, confidence.unchecked_reasons) == (0.5, 0, {})
+    assert "could not be checked" not in confidence.summary
+    assert low_confidence_note(confidence) != ""

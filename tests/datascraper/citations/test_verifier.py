@@ -52,6 +52,8 @@ async def test_each_marker_gets_a_status_in_the_answers_order_and_a_page_cited_t
     ]
     assert "$391.04 billion" in verification.citations[0].evidence
     assert verification.citations[2].evidence is None
+    assert verification.citations[3].reason == "http_404", "an unreachable citation says why"
+    assert [c.reason for c in verification.citations[:3]] == [None, None, None]
     assert page_server.hits == {"/results": 1, "/gone": 1}
     assert verification.signal() | {"elapsed_ms": 0} == {
         "supported": 2,
@@ -92,8 +94,7 @@ async def test_what_is_not_checked_by_the_deadline_is_unreachable(page_server: F
     )
 
     assert time.monotonic() - started < 4  # not the page's 5 s
-    assert [c.status for c in verification.citations] == ["supported", "unreachable"]
-    assert verification.unreachable_reasons == {"deadline": 1}
+    assert [(c.status, c.reason) for c in verification.citations] == [("supported", None), ("unreachable", "deadline")]
 
 
 async def test_a_claim_past_the_size_cap_of_its_page_is_not_found(page_server: FakePageServer):
@@ -135,8 +136,7 @@ async def test_market_data_citations_are_checked_against_their_tool_output_witho
 async def test_a_market_data_source_with_no_tool_output_is_unreachable():
     verification = await verify("Revenue was $391.04 billion [2].", [MARKET_SOURCE])
 
-    assert [c.status for c in verification.citations] == ["unreachable"]
-    assert verification.unreachable_reasons == {"no_market_data": 1}
+    assert [(c.status, c.reason) for c in verification.citations] == [("unreachable", "no_market_data")]
 
 
 @pytest.mark.parametrize("answer", ["", "No citations at all."])

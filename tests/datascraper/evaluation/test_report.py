@@ -90,6 +90,7 @@ def test_the_report_has_totals_calibration_a_plot_the_baseline_and_a_row_per_que
     assert "| 0.90-1.00 | 1 | 1 | 0 | 100% | `████████████████████` |" in text
     assert "| 0.00-0.50 | 1 | 0 | 0 | 0% | `░░░░░░░░░░░░░░░░░░░░` |" in text
     assert "![accuracy by confidence band](calibration.svg)" in text
+    assert "left as the research put it by those it could not read" in text, "says what the confidence counts"
     assert "- fixed (correct now, not before): 1 — q-a" in text
     rows = [line for line in text.splitlines() if line.startswith("| q-")]
     assert [row.split(" | ")[0] for row in rows] == ["| q-a", "| q-b", "| q-c"]  # the set's order
