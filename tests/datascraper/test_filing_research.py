@@ -5,6 +5,7 @@ canned Yahoo replies, and the fake OpenAI server. Only the far ends are fakes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import date
 from typing import Any
@@ -283,6 +284,37 @@ async def test_a_fourth_quarter_derived_from_the_10k_and_10q_reaches_the_answer_
     # Either filing bears the derived figure out.
     [verification] = of_type(events, "verification")
     assert [check.status for check in verification.citations] == ["supported", "supported"]
+
+
+async def test_yahoo_differing_from_a_derived_quarter_is_a_contradiction_that_says_the_filed_side_is_derived(
+    fake_openai, filed
+):
+    path = "companyfacts/CIK0000320193.json"
+    facts = json.loads((FIXTURES / path).read_text())
+    for row in facts["facts"]["us-gaap"]["RevenueFromContractWithCustomerExcludingAssessedTax"]["units"]["USD"]:
+        if (row.get("start"), row["end"]) == ("2023-10-01", "2024-06-29"):
+            row["val"] = 290_105_000_000  # six billion less for nine months: six billion more for Q4
+    filed.serve(f"/data.sec.gov/api/xbrl/{path}", json.dumps(facts).encode())
+    script_analysis(
+        fake_openai,
+        sub("What was Apple's revenue in Q4 FY2024?", "numerical", ["AAPL"], "income_statement",
+            frequency="quarterly", fiscal_period="Q4 FY2024"),
+    )  # fmt: skip
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple's Q4 FY2024 revenue [1].")
+
+    await run("What was Apple's revenue in Q4 FY2024?")
+
+    prompt = synthesis_prompt(fake_openai)
+    contradictions = prompt[prompt.index("### Contradictions") :]
+    assert "Yahoo Finance: AAPL Total Revenue for the quarterly period ending 2024-09-28 is 94,930,000,000" in (
+        contradictions
+    )
+    assert (
+        "Q4 FY2024 us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax is 100,930,000,000 USD, derived: "
+        "FY2024 391,035,000,000 (10-K filed 2024-11-01) less nine months to Q3 FY2024 290,105,000,000 (10-Q filed "
+        "2024-08-02)"
+    ) in contradictions
 
 
 async def test_a_foreign_filer_without_xbrl_figures_is_answered_from_yahoo_after_one_sec_lookup(fake_openai, filed):
