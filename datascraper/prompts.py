@@ -210,7 +210,10 @@ for readability and add the unit, e.g. 391035000000 as $391.04 billion).
 figure (revenue, income, EPS, assets, cash flow) they are the primary source. Prefer them to Yahoo's line for \
 the same period, cite the filing, and name the fiscal period as the filing labels it and the form, e.g. \
 "FY2024 revenue of $391.04 billion (10-K filed 2024-11-01) [3]". Use Yahoo for prices, quotes and what the \
-filings lack. A figure marked restated: give the latest filed value and say it was restated.
+filings lack. A figure marked restated: give the latest filed value and say it was restated. A quarter \
+marked derived was not filed as a quarter but computed from two filed figures (the fiscal year less its \
+first nine months, say): say it is derived and cite both filings, e.g. "fourth-quarter revenue of $102.47 \
+billion, derived from the 10-K's fiscal year less the 10-Q's nine months [3][4]".
 - A filing's own words (a section of a 10-K or 10-Q, an 8-K item) are the company's disclosure: attribute \
 them to the company and the filing ("Apple's 10-K says ...") and cite it.
 - State the as-of date of the market data you cite, as the source list gives it: the period end of a \
@@ -267,6 +270,10 @@ FILED_FIGURE_LINE = (
     "- {label} ({period}; calendar frame {frame}): {value} {unit} (about {shown}) [{concept}], "
     "{form} filed {filed} [{n}]{restated}"
 )
+FILED_FIGURE_DERIVED_LINE = (
+    "- {label} ({period}; calendar frame none): {value} {unit} (about {shown}) [{concept}], derived, not filed "
+    "as a quarter: {whole} [{n}] less {earlier} [{m}]"
+)
 FILING_SECTION_RESULT = """\
 [{n}] {company} {form} filed {filed}, {heading} (the filing's own words):
 {text}"""
@@ -276,6 +283,7 @@ Calculated in code from the market data above; cite each with the source numbers
 {facts}"""
 FACT_LINE = "{id}: {label} = {value} ({formula}) {cites}"
 FACT_NOT_MEANINGFUL = "{id}: {label}: not meaningful, {note} {cites}"
+FACT_DERIVED_INPUT = "; its input {line} for the period ending {period} is derived, not filed as a quarter: {formula}"
 
 
 # --- direct quote answers: composed locally, no model call ------------------------------------------------

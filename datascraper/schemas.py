@@ -108,6 +108,18 @@ class FactSource(BaseModel):
     n: int | None = None
 
 
+class DerivedInput(BaseModel):
+    """How an input that no filing reported as such was derived from two filed figures (a fourth quarter:
+    the fiscal year less its first nine months): the input's `source` is the whole period's filing,
+    `earlier_source` the filing of the months subtracted."""
+
+    formula: str = Field(
+        description="E.g. 'FY2025 416,161,000,000 (10-K filed 2025-10-31) less nine months to Q3 FY2025 "
+        "313,695,000,000 (10-Q filed 2025-08-01)'."
+    )
+    earlier_source: FactSource
+
+
 class FactInput(BaseModel):
     """One value a fact was computed from, as the market data tool returned it."""
 
@@ -116,6 +128,8 @@ class FactInput(BaseModel):
     period: str = Field(description="The period end (ISO date) or the date the value describes.")
     value: float
     source: FactSource
+    # A quarter the filings bear out only by difference; left out of the JSON for any other input.
+    derived: DerivedInput | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Fact(BaseModel):

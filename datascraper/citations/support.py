@@ -30,7 +30,7 @@ from typing import Any, Literal
 import trafilatura
 
 from datascraper.figures import Figure, figures_in, near
-from datascraper.schemas import Fact, Source
+from datascraper.schemas import Fact, FactInput, Source
 
 MIN_TERM_SHARE = 0.5
 EVIDENCE_CHARS = 240
@@ -185,8 +185,13 @@ def _computed(source: Source, facts: Sequence[Fact]) -> list[tuple[float, str]]:
     return [
         (fact.value, f"{fact.id} {fact.label} = {_plain(fact.value)} {fact.unit}")
         for fact in facts
-        if fact.value is not None and any(item.source.n == source.n for item in fact.inputs)
+        if fact.value is not None and any(source.n in _cited_by(item) for item in fact.inputs)
     ]
+
+
+def _cited_by(item: FactInput) -> set[int | None]:
+    """The sources an input cites: its own, and the second filing of a quarter derived from two."""
+    return {item.source.n, item.derived.earlier_source.n if item.derived is not None else item.source.n}
 
 
 def judge_market_data(claim: str, evidence: MarketEvidence) -> Judgement:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from datascraper.filings.concepts import YAHOO_LINES, as_filed
 from datascraper.filings.schemas import (
+    FigureInput,
     FilingList,
     FilingResult,
     FilingSection,
@@ -138,15 +139,21 @@ class FilingFinding(BaseModel):
         return [_as_statement(symbol, kind, results) for symbol, results in by_symbol.items()]
 
     def filed_values(self) -> Iterator[tuple[str, float, str]]:
-        """Each value a filing reported: its URL, the value, and where it is ("AAPL revenue FY2024 ...")."""
+        """Each value a filing reported: its URL, the value, and where it is ("AAPL revenue FY2024 ..."). A
+        derived quarter is borne out by both filings it is derived from, as are the figures it is derived from."""
         for symbol, result in self.figures():
+            what = f"{symbol} {result.concept_asked}"
             for figure in result.figures:
                 for version in figure.versions:
-                    label = (
-                        f"{symbol} {result.concept_asked} {figure.label} = {version.value:,.2f} {figure.unit} "
-                        f"({version.form} filed {version.filed})"
-                    )
-                    yield version.filing_url, version.value, label
+                    origin = f"{version.form} filed {version.filed}"
+                    yield version.filing_url, version.value, _value_label(what, figure, version.value, origin)
+                if figure.derived_from is None:
+                    continue
+                derived = _value_label(what, figure, figure.value, f"derived: {figure.derived_from.text()}")
+                for part in (figure.derived_from.whole, figure.derived_from.earlier):
+                    yield part.filing_url, figure.value, derived
+                    origin = f"{part.form} filed {part.filed}"
+                    yield part.filing_url, part.value, _value_label(what, figure, part.value, origin, part.label)
 
     def passages(self) -> Iterator[tuple[str, str]]:
         """Each passage read from a filing, by the URL its source cites: a section's text, or the line of
@@ -159,6 +166,11 @@ class FilingFinding(BaseModel):
                 _, cited = cited_lines(result)
                 for line, source in cited:
                     yield source.url, line
+
+
+def _value_label(what: str, figure: ReportedFigure, value: float, origin: str, label: str | None = None) -> str:
+    """ "AAPL revenue FY2024 = 391,035,000,000.00 USD (10-K filed 2024-11-01)"."""
+    return f"{what} {label or figure.label} = {value:,.2f} {figure.unit} ({origin})"
 
 
 def _as_statement(symbol: str, kind: StatementKind, results: list[ReportedFigures]) -> ToolResult:
@@ -177,7 +189,7 @@ def _as_statement(symbol: str, kind: StatementKind, results: list[ReportedFigure
         symbol=symbol,
         currency=currencies.pop() if len(currencies) == 1 else None,
         as_of=datetime.combine(ends[0], time.min, UTC),
-        retrieved_at=datetime.combine(max(figure.filed for figure in figures), time.min, UTC),
+        retrieved_at=datetime.combine(max(figure.newest_filed for figure in figures), time.min, UTC),
         url=newest.filing_url,
         source="SEC EDGAR",
         statement=kind,
@@ -210,14 +222,23 @@ def filing_source(company: str, form: str, period: str | None, filed: date, url:
     return Source(n=0, title=title, url=url, kind="filing", form=form, period=period, filed=filed)
 
 
-def figure_source(company: str, figure: ReportedFigure) -> Source:
-    """The filing a figure's latest (winning) value comes from."""
+def figure_source(company: str, figure: ReportedFigure | FigureInput) -> Source:
+    """The filing a figure's latest (winning) value comes from; for a derived quarter, the filing of the
+    whole period it is derived from (the 10-K for a fourth quarter)."""
     return filing_source(company, figure.form, figure.filing_period, figure.filed, figure.filing_url)
+
+
+def figure_sources(company: str, figure: ReportedFigure) -> list[Source]:
+    """The filings a figure cites: its own, or the two a derived quarter is derived from, the whole period's
+    first."""
+    if figure.derived_from is None:
+        return [figure_source(company, figure)]
+    return [figure_source(company, figure.derived_from.whole), figure_source(company, figure.derived_from.earlier)]
 
 
 def filing_sources(result: FilingResult) -> list[Source]:
     if isinstance(result, ReportedFigures):
-        return [figure_source(result.company, figure) for figure in result.figures]
+        return [source for figure in result.figures for source in figure_sources(result.company, figure)]
     if isinstance(result, FilingSection):
         period = result.report_date.isoformat() if result.report_date else None
         heading = result.heading.rstrip(". ")

@@ -47,8 +47,45 @@ class FigureVersion(BaseModel):
     filing_period: str = Field(description="The filing's own fiscal period, e.g. FY2024 for a 10-K; Q1 FY2025.")
 
 
+class FigureInput(BaseModel):
+    """A filed figure that a derived one is computed from, as its latest filing reported it."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    label: str = Field(description="Its fiscal label: FY2025, nine months to Q3 FY2025, Q1 FY2025.")
+    value: float
+    start: date
+    end: date
+    form: str
+    filed: date
+    accession: str
+    filing_url: str
+    filing_period: str = Field(description="The fiscal period of the filing it comes from.")
+    restated: bool = Field(description="True when filings report different values for its period.")
+
+    def cited(self) -> str:
+        """ "FY2025 416,161,000,000 (10-K filed 2025-10-31)"."""
+        restated = ", as restated" if self.restated else ""
+        return f"{self.label} {plain_number(self.value)} ({self.form} filed {self.filed}{restated})"
+
+
+class Derivation(BaseModel):
+    """How a quarter no filing reported as such comes from two figures that were: the year, or the year to
+    date, less its earlier months (Q4 = FY - nine months; Q3 = nine months - six; Q2 = six months - Q1)."""
+
+    formula: str = Field(description="E.g. 'FY2025 - nine months to Q3 FY2025'.")
+    whole: FigureInput = Field(description="The fiscal year, or the year to date, that ends with the quarter.")
+    earlier: FigureInput = Field(description="The same year's months before the quarter.")
+
+    def text(self) -> str:
+        """ "FY2025 416,161,000,000 (10-K filed 2025-10-31) less nine months to Q3 FY2025 ... (10-Q filed ...)"."""
+        return f"{self.whole.cited()} less {self.earlier.cited()}"
+
+
 class ReportedFigure(BaseModel):
-    """A figure as the company reported it, from its latest filing for the period, every version kept."""
+    """A figure as the company reported it, from its latest filing for the period, every version kept; or a
+    quarter derived from two filed figures (`derived_from`), when the filings report it only within a year
+    or a year to date."""
 
     model_config = ConfigDict(allow_inf_nan=False)
 
@@ -70,11 +107,24 @@ class ReportedFigure(BaseModel):
     )
     restated: bool = Field(description="True when filings report different values for this period.")
     versions: list[FigureVersion] = Field(description="Every filing that reported this period, newest first.")
+    derived_from: Derivation | None = Field(
+        default=None,
+        description=(
+            "Set when no filing reported this quarter as such and it is computed from two figures that were "
+            "(`form`, `filed`, `accession` and `filing_url` are then those of the whole period's filing, and "
+            "`versions` is empty); None for a filed figure."
+        ),
+    )
 
     @property
     def span(self) -> str:
         """ "2023-10-01 to 2024-09-28", or "at 2024-09-28" for a balance."""
         return f"{self.start} to {self.end}" if self.start else f"at {self.end}"
+
+    @property
+    def newest_filed(self) -> date:
+        """The filing date of the newest filing the figure draws on (a derived one draws on two)."""
+        return self.filed if self.derived_from is None else max(self.filed, self.derived_from.earlier.filed)
 
     def earlier_value(self) -> FigureVersion | None:
         """The newest earlier filing that reported another value for this period (a restatement)."""
@@ -95,10 +145,13 @@ class ReportedFigures(FilingResult):
                 if earlier
                 else ""
             )
+            if figure.derived_from is not None:
+                origin = f"derived, not filed: {figure.derived_from.text()}"
+            else:
+                origin = f"{figure.form} filed {figure.filed}, accession {figure.accession}{restated}"
             lines.append(
                 f"{figure.label} ({figure.span}; calendar {figure.frame or 'frame not assigned'}): "
-                f"{plain_number(figure.value)} {figure.unit} [{figure.concept}], {figure.form} filed {figure.filed}, "
-                f"accession {figure.accession}{restated}"
+                f"{plain_number(figure.value)} {figure.unit} [{figure.concept}], {origin}"
             )
         return "\n".join(lines)
 

@@ -134,7 +134,7 @@ class FilingsService:
             ticker=company.ticker,
             cik=company.cik10,
             company=str(payload.get("entityName") or company.name),
-            as_of=max(f.filed for f in figures),
+            as_of=max(f.newest_filed for f in figures),
             url=f"{self.client.config.data_url}{path}",
             concept_asked=concept,
             concepts_used=used,

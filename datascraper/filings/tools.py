@@ -70,7 +70,9 @@ def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
     ) -> ReportedFigures:
         """Figures as the company reported them to the SEC (XBRL), with fiscal label (fy/fp) and calendar
         frame, period dates, form, filing date, accession number and filing URL; a restated period keeps
-        every filing's value, the latest filed first."""
+        every filing's value, the latest filed first. A quarter filed only within the year or year to date
+        (a fourth quarter; a cash-flow quarter) is derived as the difference of two filed figures and
+        marked `derived_from`, with both and their filings."""
         return await filings.reported_figures(
             ticker,
             concept,

@@ -14,11 +14,11 @@ from collections.abc import Iterator, Sequence
 from datetime import date
 
 from datascraper.filings.concepts import YAHOO_LINES, as_filed
-from datascraper.filings.research import figure_source
+from datascraper.filings.research import figure_source, figure_sources
 from datascraper.filings.schemas import ReportedFigure, plain_number
 from datascraper.market_data.schemas import FinancialStatement, humanize
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import Contradiction, Fact, FactSource
+from datascraper.schemas import Contradiction, DerivedInput, Fact, FactSource
 
 # Beyond rounding: companies report in thousands or millions and Yahoo restates into its own lines, so a
 # tenth of a percent; per-share figures are reported to the cent.
@@ -39,13 +39,14 @@ def filing_contradictions(findings: Sequence[Finding]) -> list[Contradiction]:
             continue
         source = figure_source(_company(finding, symbol), figure)
         relative = abs(value - figure.value) / max(abs(value), abs(figure.value))
+        derived = f", derived: {figure.derived_from.text()}" if figure.derived_from is not None else ""
         found.append(
             Contradiction(
                 claim_a=f"Yahoo Finance: {symbol} {humanize(line)} for the {statement.frequency} period ending "
                 f"{end} is {plain_number(value)}",
                 finding_a=finding.step.id,
                 claim_b=f"{source.title}: {figure.label} {figure.concept} is "
-                f"{plain_number(figure.value)} {figure.unit}",
+                f"{plain_number(figure.value)} {figure.unit}{derived}",
                 finding_b=finding.step.id,
                 severity=min(1.0, 0.2 + 10 * relative),
             )
@@ -54,7 +55,8 @@ def filing_contradictions(findings: Sequence[Finding]) -> list[Contradiction]:
 
 
 def cite_filings(facts: Sequence[Fact], findings: Sequence[Finding]) -> None:
-    """Point each fact input that the filings bear out (same company, line, period and value) at its filing."""
+    """Point each fact input that the filings bear out (same company, line, period and value) at its filing;
+    an input borne out by a derived quarter at both filings it is derived from, marked derived."""
     filed: dict[tuple[str, str], list[tuple[ReportedFigure, str]]] = {}
     for finding in findings:
         if finding.filings is None:
@@ -71,8 +73,13 @@ def cite_filings(facts: Sequence[Fact], findings: Sequence[Finding]) -> None:
                 continue
             for figure, company in filed.get((item.symbol, line or ""), []):
                 if _same_end(figure.end, end) and agree(as_filed(item.line, item.value), figure.value):
-                    source = figure_source(company, figure)
-                    item.source = FactSource(title=source.title, url=source.url)
+                    whole, *earlier = figure_sources(company, figure)
+                    item.source = FactSource(title=whole.title, url=whole.url)
+                    if figure.derived_from is not None:
+                        item.derived = DerivedInput(
+                            formula=figure.derived_from.text(),
+                            earlier_source=FactSource(title=earlier[0].title, url=earlier[0].url),
+                        )
                     break
 
 

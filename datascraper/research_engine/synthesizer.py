@@ -21,11 +21,12 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.filings.research import FilingFinding, cited_lines, figure_source, filing_sources
+from datascraper.filings.research import FilingFinding, cited_lines, figure_sources, filing_sources
 from datascraper.filings.schemas import (
     FilingList,
     FilingSection,
     InsiderTransactions,
+    ReportedFigure,
     ReportedFigures,
     plain_number,
 )
@@ -132,16 +133,26 @@ def render_facts(facts: Sequence[Fact], book: SourceBook) -> str:
     sources of the findings rendered before, so the same numbers."""
     lines = []
     for fact in facts:
+        numbers: list[int | None] = []
+        derived = []
         for item in fact.inputs:
             item.source.n = book.add(item.source.title, item.source.url, "market_data")
-        cites = "".join(f"[{n}]" for n in dict.fromkeys(item.source.n for item in fact.inputs))
+            numbers.append(item.source.n)
+            if item.derived is not None:
+                earlier = item.derived.earlier_source
+                earlier.n = book.add(earlier.title, earlier.url, "market_data")
+                numbers.append(earlier.n)
+                derived.append(
+                    prompts.FACT_DERIVED_INPUT.format(line=item.line, period=item.period, formula=item.derived.formula)
+                )
+        cites = "".join(f"[{n}]" for n in dict.fromkeys(numbers))
         if fact.value is None:
             line = prompts.FACT_NOT_MEANINGFUL.format(id=fact.id, label=fact.label, note=fact.note, cites=cites)
         else:
             line = prompts.FACT_LINE.format(
                 id=fact.id, label=fact.label, value=shown(fact), formula=fact.formula, cites=cites
             )
-        lines.append(line)
+        lines.append(line + "".join(derived))
     return prompts.FACTS_FOR_SYNTHESIS.format(facts="\n".join(lines))
 
 
@@ -234,29 +245,38 @@ def _render_figures(result: ReportedFigures, book: SourceBook) -> str:
         prompts.FILED_FIGURES_HEADING.format(company=result.company, ticker=result.ticker, line=result.concept_asked)
     ]
     for figure in result.figures:
-        n = book.add_source(figure_source(result.company, figure))
-        earlier = figure.earlier_value()
-        restated = (
-            f"; restated: the {earlier.form} filed {earlier.filed} reported {plain_number(earlier.value)}"
-            if earlier
-            else ""
-        )
-        lines.append(
-            prompts.FILED_FIGURE_LINE.format(
-                label=figure.label,
-                period=figure.span,
-                frame=figure.frame or "none",
-                value=plain_number(figure.value),
-                shown=fmt(figure.value),
-                unit=figure.unit,
-                concept=figure.concept,
-                form=figure.form,
-                filed=figure.filed,
-                n=n,
-                restated=restated,
-            )
-        )
+        numbers = [book.add_source(source) for source in figure_sources(result.company, figure)]
+        lines.append(_figure_line(figure, numbers))
     return "\n".join(lines)
+
+
+def _figure_line(figure: ReportedFigure, numbers: list[int]) -> str:
+    """A filed figure's line citing its filing, or a derived quarter's citing both filings it comes from."""
+    common = {
+        "label": figure.label,
+        "period": figure.span,
+        "value": plain_number(figure.value),
+        "shown": fmt(figure.value),
+        "unit": figure.unit,
+        "concept": figure.concept,
+    }
+    derivation = figure.derived_from
+    if derivation is not None:
+        return prompts.FILED_FIGURE_DERIVED_LINE.format(
+            **common, whole=derivation.whole.cited(), n=numbers[0], earlier=derivation.earlier.cited(), m=numbers[1]
+        )
+    earlier = figure.earlier_value()
+    restated = ""
+    if earlier is not None:
+        restated = f"; restated: the {earlier.form} filed {earlier.filed} reported {plain_number(earlier.value)}"
+    return prompts.FILED_FIGURE_LINE.format(
+        **common,
+        frame=figure.frame or "none",
+        form=figure.form,
+        filed=figure.filed,
+        n=numbers[0],
+        restated=restated,
+    )
 
 
 def render_source_list(sources: Sequence[Source]) -> str:

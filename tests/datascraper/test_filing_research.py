@@ -5,6 +5,7 @@ canned Yahoo replies, and the fake OpenAI server. Only the far ends are fakes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import date
 from typing import Any
@@ -237,6 +238,83 @@ async def test_q3_fiscal_2025_is_the_quarter_nvidias_own_10q_calls_so(fake_opena
     assert "Q3 FY2025 (2024-07-29 to 2024-10-27; calendar frame CY2024Q3): 35,082,000,000 USD" in prompt
     # The nine months to date the 10-Q also reports are not a quarter: not given as one.
     assert "91,166,000,000" not in prompt
+
+
+async def test_a_fourth_quarter_derived_from_the_10k_and_10q_reaches_the_answer_marked_derived_citing_both(
+    fake_openai, filed, verifying
+):
+    # Apple's 10-K reports fiscal 2024, not its fourth quarter: Q4 is the year less the Q3 10-Q's nine months.
+    script_analysis(
+        fake_openai,
+        sub("How did Apple's revenue change from Q3 to Q4 of fiscal 2024?", "numerical", ["AAPL"], "income_statement",
+            frequency="quarterly", fiscal_period="Q3 FY2024-Q4 FY2024"),
+    )  # fmt: skip
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple's Q4 FY2024 revenue was $94.93 billion, derived [1][2].")
+
+    events = await run("How did Apple's revenue change from Q3 to Q4 of fiscal 2024?")
+
+    sources = filing_sources(events)
+    ten_k = next(s for s in sources if s.form == "10-K")
+    ten_q = next(s for s in sources if s.form == "10-Q")
+    assert (ten_k.period, ten_k.filed, ten_q.period, ten_q.filed) == (
+        "FY2024",
+        date(2024, 11, 1),
+        "Q3 FY2024",
+        date(2024, 8, 2),
+    )
+    prompt = synthesis_prompt(fake_openai)
+    assert (
+        "- Q4 FY2024 (2024-06-30 to 2024-09-28; calendar frame none): 94,930,000,000 USD (about 94.93B) "
+        "[us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax], derived, not filed as a quarter: "
+        f"FY2024 391,035,000,000 (10-K filed 2024-11-01) [{ten_k.n}] less nine months to Q3 FY2024 "
+        f"296,105,000,000 (10-Q filed 2024-08-02) [{ten_q.n}]"
+    ) in prompt
+    assert (
+        "A quarter marked derived was not filed as a quarter" in requests_of(fake_openai, is_synthesis)[0].instructions
+    )
+    # Yahoo's fourth quarter agrees with the derived one: no contradiction, and the growth fact cites both filings.
+    assert "### Contradictions" not in prompt
+    growth = next(f for f in summary_of(events).facts if f.kind == "growth" and f.inputs[0].line == "TotalRevenue")
+    q4 = growth.inputs[0]
+    assert q4.period == "2024-09-28" and q4.source.n == ten_k.n
+    assert q4.derived is not None and q4.derived.earlier_source.n == ten_q.n
+    assert q4.derived.formula.startswith("FY2024 391,035,000,000 (10-K filed 2024-11-01) less nine months to Q3")
+    assert "its input TotalRevenue for the period ending 2024-09-28 is derived, not filed as a quarter" in prompt
+    # Either filing bears the derived figure out.
+    [verification] = of_type(events, "verification")
+    assert [check.status for check in verification.citations] == ["supported", "supported"]
+
+
+async def test_yahoo_differing_from_a_derived_quarter_is_a_contradiction_that_says_the_filed_side_is_derived(
+    fake_openai, filed
+):
+    path = "companyfacts/CIK0000320193.json"
+    facts = json.loads((FIXTURES / path).read_text())
+    for row in facts["facts"]["us-gaap"]["RevenueFromContractWithCustomerExcludingAssessedTax"]["units"]["USD"]:
+        if (row.get("start"), row["end"]) == ("2023-10-01", "2024-06-29"):
+            row["val"] = 290_105_000_000  # six billion less for nine months: six billion more for Q4
+    filed.serve(f"/data.sec.gov/api/xbrl/{path}", json.dumps(facts).encode())
+    script_analysis(
+        fake_openai,
+        sub("What was Apple's revenue in Q4 FY2024?", "numerical", ["AAPL"], "income_statement",
+            frequency="quarterly", fiscal_period="Q4 FY2024"),
+    )  # fmt: skip
+    script_gaps(fake_openai, gaps(9, complete=True))
+    script_synthesis(fake_openai, "Apple's Q4 FY2024 revenue [1].")
+
+    await run("What was Apple's revenue in Q4 FY2024?")
+
+    prompt = synthesis_prompt(fake_openai)
+    contradictions = prompt[prompt.index("### Contradictions") :]
+    assert "Yahoo Finance: AAPL Total Revenue for the quarterly period ending 2024-09-28 is 94,930,000,000" in (
+        contradictions
+    )
+    assert (
+        "Q4 FY2024 us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax is 100,930,000,000 USD, derived: "
+        "FY2024 391,035,000,000 (10-K filed 2024-11-01) less nine months to Q3 FY2024 290,105,000,000 (10-Q filed "
+        "2024-08-02)"
+    ) in contradictions
 
 
 async def test_a_foreign_filer_without_xbrl_figures_is_answered_from_yahoo_after_one_sec_lookup(fake_openai, filed):

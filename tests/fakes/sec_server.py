@@ -7,6 +7,10 @@ As strict as the real one where it matters to a client:
   `block_s` imitates that);
 - a file on the wrong host is a 404, as is an unknown CIK, ticker file or document.
 
+`FakeSecServer(recorded=path)` serves the real SEC's recorded replies instead (`../shared/recorded/sec`, see
+`tests/recorded.py`: `data/` and `www/` hold each host's paths, a body over 100 kB stored as `<name>.gz` and
+served decompressed), as strictly.
+
 Tests point the client at `fake.data_url` / `fake.www_url` (the `SEC_DATA_URL` / `SEC_WWW_URL` settings),
 read `fake.requests` to see what reached the SEC, script throttling with `fake.throttle(times, retry_after)`,
 and replace a file's reply (another body, or a 404) with `fake.serve(path, body, status=...)` until `reset()`.
@@ -18,6 +22,9 @@ NVIDIA (late January, so fiscal 2025 is calendar 2024; its Q3 FY2025 10-Q; its f
 fiscal 2024's diluted EPS for the June 2024 10-for-1 split, 11.93 to 1.19), and TSMC (a foreign private
 issuer filing 20-F and 6-K, with no XBRL company facts). The documents are short, written for the tests
 with the real ones' headings and layout.
+The company facts have the real ones' shape: a 10-K reports the fiscal year and no fourth quarter, a 10-Q its
+quarter beside the year to date, cash flows only year to date (Apple's operating cash flow), and the calendar
+frame of NVIDIA's fiscal 2025 net income sits only on its proxy statement's untagged copy (no `fy`/`fp`).
 Figures are the companies' reported ones; accession numbers and Form 4 details have the real shape but are
 illustrative, not to be cited.
 """
@@ -25,6 +32,7 @@ illustrative, not to be cited.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import re
 import threading
 import time
@@ -62,7 +70,8 @@ class SecRequest:
 class FakeSecServer:
     """The fake, running uvicorn in a background thread on a free port of 127.0.0.1."""
 
-    def __init__(self, *, max_per_second: int = 10, block_s: float = 0.0) -> None:
+    def __init__(self, *, max_per_second: int = 10, block_s: float = 0.0, recorded: Path | None = None) -> None:
+        self.recorded = recorded
         self.max_per_second = max_per_second
         self.block_s = block_s
         self.requests: list[SecRequest] = []
@@ -172,13 +181,12 @@ class FakeSecServer:
         if path in self._served:
             status, body = self._served[path]
             return status, body, {}
-        file = self._file(host, path)
-        if file is None:
+        body = self._body(host, path)
+        if body is None:
             return 404, b"<html><body>Not Found</body></html>", {}
-        return 200, file.read_bytes(), {}
+        return 200, body, {}
 
-    @staticmethod
-    def _file(host: str, path: str) -> Path | None:
+    def _body(self, host: str, path: str) -> bytes | None:
         relative = path.removeprefix(f"/{host}.sec.gov/")
         if host == "www":
             allowed = relative == "files/company_tickers.json" or relative.startswith("Archives/edgar/data/")
@@ -190,5 +198,11 @@ class FakeSecServer:
             return None
         if not allowed or ".." in relative:
             return None
-        file = FIXTURES / local
-        return file if file.is_file() else None
+        if self.recorded is None:
+            file = FIXTURES / local
+            return file.read_bytes() if file.is_file() else None
+        file = self.recorded / host / relative
+        if file.is_file():
+            return file.read_bytes()
+        packed = file.with_name(file.name + ".gz")
+        return gzip.decompress(packed.read_bytes()) if packed.is_file() else None

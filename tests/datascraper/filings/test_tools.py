@@ -4,6 +4,7 @@ one-sentence `<code>: <sentence>` result."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from datascraper.filings.schemas import FilingList, FilingSection, InsiderTransa
 from datascraper.filings.tools import FILING_TOOL_NAMES
 from tests.datascraper.market_data.support import InMemoryMCP
 from tests.datascraper.market_data.test_tools import error_of
-from tests.fakes.sec_server import FakeSecServer
+from tests.fakes.sec_server import FIXTURES, FakeSecServer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -89,6 +90,73 @@ async def test_a_restated_figure_answers_the_latest_filing_and_keeps_the_earlier
         (11.93, "10-K", "2024-02-21", "0001045810-24-000029"),
     ]
     assert "restated: 11.93 in the 10-K filed 2024-02-21" in result.summary_text()
+
+
+async def test_a_fourth_quarter_is_the_fiscal_year_less_its_nine_months_citing_both_filings(
+    mcp_client: InMemoryMCP,
+) -> None:
+    # Apple's fiscal 2024 10-K reports the year only; its Q3 10-Q the nine months beside the quarter.
+    result = await figures(mcp_client, ticker="AAPL", concept="revenue", fiscal_year=2024, fiscal_period="Q4")
+
+    [q4] = result.figures
+    assert (q4.label, q4.value, str(q4.start), str(q4.end)) == ("Q4 FY2024", 94_930_000_000, "2024-06-30", "2024-09-28")
+    assert q4.derived_from is not None
+    whole, earlier = q4.derived_from.whole, q4.derived_from.earlier
+    assert (whole.label, whole.value, whole.form, str(whole.filed)) == ("FY2024", 391_035_000_000, "10-K", "2024-11-01")
+    assert (earlier.label, earlier.value, earlier.form, str(earlier.filed), earlier.accession) == (
+        "nine months to Q3 FY2024",
+        296_105_000_000,
+        "10-Q",
+        "2024-08-02",
+        "0000320193-24-000081",
+    )
+    assert (q4.form, q4.accession, q4.frame, q4.versions) == ("10-K", whole.accession, None, [])
+    assert (
+        "derived, not filed: FY2024 391,035,000,000 (10-K filed 2024-11-01) less nine months" in result.summary_text()
+    )
+
+
+async def test_cash_flows_filed_year_to_date_give_their_quarters_by_difference(mcp_client: InMemoryMCP) -> None:
+    result = await figures(mcp_client, ticker="AAPL", concept="operating_cash_flow", frequency="quarterly")
+
+    # Q1 is its own year to date; Q4 is the year less nine months; Q2 and Q3 need a six months not filed here.
+    assert [(f.label, f.value, f.derived_from is not None) for f in result.figures] == [
+        ("Q1 FY2025", 29_935_000_000, False),
+        ("Q4 FY2024", 26_811_000_000, True),
+        ("Q1 FY2024", 39_895_000_000, False),
+    ]
+
+
+async def test_a_derived_quarter_takes_each_figure_as_last_filed(
+    mcp_client: InMemoryMCP, fake_sec: FakeSecServer
+) -> None:
+    path = "companyfacts/CIK0000320193.json"
+    facts = json.loads((FIXTURES / path).read_text())
+    revenue = facts["facts"]["us-gaap"]["RevenueFromContractWithCustomerExcludingAssessedTax"]["units"]["USD"]
+    revenue.append(
+        {"start": "2023-10-01", "end": "2024-09-28", "val": 391_000_000_000, "accn": "0000320193-25-000079",
+         "fy": 2025, "fp": "FY", "form": "10-K", "filed": "2025-10-31"}
+    )  # fmt: skip
+    fake_sec.serve(f"/data.sec.gov/api/xbrl/{path}", json.dumps(facts).encode())
+
+    result = await figures(mcp_client, ticker="AAPL", concept="revenue", fiscal_year=2024, fiscal_period="Q4")
+
+    [q4] = result.figures
+    assert q4.value == 94_895_000_000 and q4.restated  # 391,000 as restated less 296,105 million
+    assert q4.derived_from is not None and q4.derived_from.whole.restated
+    assert (q4.derived_from.whole.value, str(q4.filed)) == (391_000_000_000, "2025-10-31")
+    assert "FY2024 391,000,000,000 (10-K filed 2025-10-31, as restated) less" in result.summary_text()
+
+
+async def test_a_frame_on_a_proxy_statements_untagged_copy_finds_the_figure_as_the_10k_filed_it(
+    mcp_client: InMemoryMCP,
+) -> None:
+    by_frame = await figures(mcp_client, ticker="NVDA", concept="net_income", frame="CY2024")
+
+    [year] = by_frame.figures
+    assert (year.label, year.value, year.frame) == ("FY2025", 72_880_000_000, "CY2024")
+    assert (year.form, str(year.filed)) == ("10-K", "2025-02-26")
+    assert [v.form for v in year.versions] == ["10-K"]  # the DEF 14A's copy is no version, and labels nothing
 
 
 async def test_a_line_name_is_mapped_to_the_concept_the_company_reports_and_says_which(mcp_client: InMemoryMCP) -> None:
