@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date, datetime
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -51,11 +52,9 @@ def splits_in(frame: pd.DataFrame) -> list[StockSplit]:
 
 
 def _ratio(factor: float) -> str:
-    """4.0 as "4:1", 1.5 as "3:2", 0.1 as "1:10"."""
-    numerator, denominator = float(factor).as_integer_ratio()
-    if denominator > 1000:  # a ratio yfinance computed from odd numbers: keep it readable
-        return f"{factor:g}:1"
-    return f"{numerator}:{denominator}"
+    """4.0 as "4:1", 1.5 as "3:2", a reverse split's 0.1 as "1:10"."""
+    ratio = Fraction(factor).limit_denominator(1000)
+    return f"{ratio.numerator}:{ratio.denominator}"
 
 
 def price_history(

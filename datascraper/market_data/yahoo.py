@@ -206,13 +206,12 @@ class YahooFinanceAdapter:
         key = f"history:{symbol}:{period}:{start}:{end}:{interval}"
         # A range that ended before today costs a second request (the splits since), and its bars are settled:
         # kept as long as fundamentals.
-        settled = end is not None and end < self._now().date()
         return await self._fetch(
             PriceHistory,
             symbol,
             "price history",
             key,
-            FUNDAMENTALS_TTL_S if settled else HISTORY_TTL_S,
+            FUNDAMENTALS_TTL_S if self._ended_before_today(end) else HISTORY_TTL_S,
             lambda: self._price_history(symbol, period, start, end, interval),
         )
 
@@ -363,13 +362,16 @@ class YahooFinanceAdapter:
             raise NoMarketData(f"Yahoo Finance has no price history for {symbol} in that range.")
         quoted = currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency"))
         splits, notes = splits_in(frame), []
-        if end is not None and end < self._now().date():
+        if end is not None and self._ended_before_today(end):
             # Splits after the range change its closes too: one more request, from the day after it to today.
             later, failure = self._splits_after(symbol, end)
             splits += later
             notes += [failure] if failure else []
         asked = HistoryAsked(symbol, period, start, end, interval, yahoo_url(symbol, "history"))
         return price_history(asked, frame, quoted=quoted, splits=splits, notes=notes, retrieved_at=self._now())
+
+    def _ended_before_today(self, end: date | None) -> bool:
+        return end is not None and end < self._now().date()
 
     def _splits_after(self, symbol: str, day: date) -> tuple[list[StockSplit], str | None]:
         """The stock splits after `day`, from Yahoo's daily bars since (its `events` name them), or none and

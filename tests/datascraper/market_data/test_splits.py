@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from datascraper.market_data.cache import MemoryCacheStore, TTLCache
+from datascraper.market_data.history import splits_in
 from datascraper.market_data.schemas import StockSplit
 from datascraper.market_data.yahoo import FUNDAMENTALS_TTL_S, HISTORY_TTL_S, YahooFinanceAdapter
 from tests.datascraper.market_data.conftest import NOW
@@ -137,3 +138,12 @@ async def test_splits_that_cannot_be_looked_up_are_said_and_the_closes_still_com
     [note] = [note for note in history.notes if "split" in note]
     assert note.startswith("Stock splits after 2020-01-02 could not be looked up (Yahoo Finance is rate limiting")
 
+
+def test_a_split_is_named_by_its_ratio_a_reverse_one_too() -> None:
+    days = pd.DatetimeIndex(["2024-06-07", "2024-06-10", "2024-06-11", "2024-06-12"], tz="America/New_York")
+    frame = pd.DataFrame({"Stock Splits": [0.0, 10.0, 0.0, 0.1]}, index=days)
+
+    assert [(split.day, split.ratio) for split in splits_in(frame)] == [
+        (date(2024, 6, 10), "10:1"),
+        (date(2024, 6, 12), "1:10"),
+    ]
