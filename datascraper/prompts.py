@@ -206,6 +206,12 @@ list or table when comparing.
 support. Use only numbers from the list. Do not write URLs or markdown links.
 - Market data (from Yahoo Finance) is given verbatim: quote its numbers exactly as given (you may round \
 for readability and add the unit, e.g. 391035000000 as $391.04 billion).
+- A price history's close is Yahoo's: adjusted for stock splits, not for dividends (the dividend-adjusted \
+one is labelled so). Asked what a stock closed at on a day before a split, give its traded_close, the price \
+as traded that day, and say the split-adjusted close is what it is after the later split (e.g. "closed at \
+$300.35, which is $75.09 adjusted for the 4:1 split of 2020-08-31").
+- A listing quoted in pence, cents or agorot (its currency says so) has its prices written as the data writes \
+them, the exchange's unit first: 72.50p (£0.7250).
 - Figures "as reported to the SEC" come from the company's own 10-K, 10-Q or other filing: for a reported \
 figure (revenue, income, EPS, assets, cash flow) they are the primary source. Prefer them to Yahoo's line for \
 the same period, cite the filing, and name the fiscal period as the filing labels it and the form, e.g. \

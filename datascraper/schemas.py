@@ -440,6 +440,24 @@ class SourcesEvent(_Event):
     sources: list[Source]
 
 
+class SubUnit(BaseModel):
+    """The hundredth of a currency an exchange quotes prices in: London's pence (GBp), Johannesburg's cents
+    (ZAc), Tel Aviv's agorot (ILA). Prices travel in the main unit (pounds, rand, shekels), so that amounts
+    compare and a market cap is never 100x; a reader is shown both, the exchange's unit first."""
+
+    code: str = Field(description="Yahoo's code for the quote currency: GBp, ZAc, ILA.")
+    name: str = Field(description="What a reader calls it: pence, cents, agorot.")
+    suffix: str = Field(description="Written after an amount in it: p, c, ' agorot'.")
+    main: str = Field(description="The main currency: GBP, ZAR, ILS.")
+    main_symbol: str = Field(description="Written before an amount in the main currency: £, R, ₪.")
+    per_main: int = 100
+
+    def shown(self, value: float) -> str:
+        """An amount in the main unit as the exchange's readers read it: 72.50p (£0.7250), -1.20p (-£0.0120)."""
+        sign, magnitude = ("-" if value < 0 else ""), abs(value)
+        return f"{sign}{magnitude * self.per_main:,.2f}{self.suffix} ({sign}{self.main_symbol}{magnitude:,.4f})"
+
+
 class ChartSeries(BaseModel):
     """One line or one set of bars: `points` are `[x, y]`, x an ISO date or a period label ("2025-Q1",
     "Q3 FY2026 (Jan–Mar 2026)"), oldest first. `source_n` is the series' own source (a comparison draws
@@ -476,6 +494,11 @@ class Chart(BaseModel):
     as_of: str
     source_n: int
     series: list[ChartSeries]
+    sub_unit: SubUnit | None = Field(
+        default=None,
+        description="Set for prices of a listing quoted in a hundredth of `unit` (pence for GBP): the points are "
+        "in `unit`, and a reader is shown both.",
+    )
 
 
 class ChartEvent(Chart, _Event):

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from datascraper.schemas import HistoryInterval as HistoryInterval
-from datascraper.schemas import MarketDataKind
+from datascraper.schemas import MarketDataKind, SubUnit
 from datascraper.schemas import StatementFrequency as StatementFrequency
 
 ToolName = Literal[
@@ -101,6 +101,21 @@ class MarketDataResult(_Data):
     # (`FilingFinding.statements`); every tool result is Yahoo's.
     source: Literal["Yahoo Finance", "SEC EDGAR"] = "Yahoo Finance"
     notes: list[str] = Field(default_factory=list, description="Caveats, such as down-sampling.")
+    sub_unit: SubUnit | None = Field(
+        default=None,
+        description="Set when the exchange quotes prices in a hundredth of `currency` (London in pence, GBp): "
+        "prices here are in `currency`, and written with the sub-unit first, 72.50p (£0.7250).",
+    )
+
+    def price_text(self, value: float | None) -> str:
+        """A price as its exchange's readers read it: 196.45, or 72.50p (£0.7250) for a London listing."""
+        return self.sub_unit.shown(value) if self.sub_unit is not None and value is not None else fmt(value)
+
+    def currency_text(self) -> str:
+        """The currency as the data for an answer names it: "GBP; prices quoted in pence (GBp)"."""
+        currency = self.currency or "n/a"
+        unit = self.sub_unit
+        return f"{currency}; prices quoted in {unit.name} ({unit.code})" if unit is not None else currency
 
     def summary_lines(self) -> list[str]:
         raise NotImplementedError
@@ -132,24 +147,48 @@ class Quote(MarketDataResult):
     quote_type: str | None = None
 
     def summary_lines(self) -> list[str]:
+        price = self.price_text
         return [
-            f"price {fmt(self.price)}; previous close {fmt(self.previous_close)} (official close); "
-            f"change {fmt(self.change)} ({fmt_pct(self.change_percent)})",
-            f"day range {fmt(self.day_low)}-{fmt(self.day_high)}; 52-week range {fmt(self.year_low)}-"
-            f"{fmt(self.year_high)}; volume {fmt(self.volume)}; market cap {fmt(self.market_cap)}",
+            f"price {price(self.price)}; previous close {price(self.previous_close)} (official close); "
+            f"change {price(self.change)} ({fmt_pct(self.change_percent)})",
+            f"day range {price(self.day_low)} to {price(self.day_high)}; 52-week range {price(self.year_low)} to "
+            f"{price(self.year_high)}; volume {fmt(self.volume)}; market cap {fmt(self.market_cap)}",
         ]
 
 
 class PriceBar(_Data):
+    """One bar as Yahoo gives it: prices split-adjusted (a price before a split divided by its ratio), like
+    its volume (multiplied by it)."""
+
     date: datetime
     open: float | None = None
     high: float | None = None
     low: float | None = None
-    close: float | None = Field(default=None, description="The close as traded that day (not adjusted).")
+    close: float | None = Field(
+        default=None,
+        description="Yahoo's close: adjusted for stock splits (a close before a split is divided by its ratio), "
+        "not for dividends. The price as traded where no split came after the bar.",
+    )
     adj_close: float | None = Field(
-        default=None, description="Yahoo's dividend- and split-adjusted close, for total-return comparisons only."
+        default=None, description="Yahoo's close adjusted for dividends too, for total-return comparisons only."
+    )
+    traded_close: float | None = Field(
+        default=None,
+        description="Where a stock split came after the bar: the close as traded that day, `close` times the "
+        "ratios of the splits since. None where none came after (then `close` is the price as traded).",
     )
     volume: int | None = None
+
+
+class StockSplit(_Data):
+    day: date = Field(
+        description="The first day traded after the split (for bars longer than a day, the first day of its bar)."
+    )
+    ratio: str = Field(description="New shares for old: 4:1; a reverse split is 1:10.")
+    factor: float = Field(description="New shares per old one: 4.0 for 4:1, 0.1 for 1:10.")
+
+    def text(self) -> str:
+        return f"the {self.ratio} split of {self.day}"
 
 
 class PriceHistory(MarketDataResult):
@@ -165,21 +204,45 @@ class PriceHistory(MarketDataResult):
     change_percent: float | None = None
     period_high: float | None = None
     period_low: float | None = None
+    splits: list[StockSplit] = Field(
+        default_factory=list,
+        description="The stock splits from the first bar on: those within the range, and for a range that "
+        "ended before the day it was fetched, those since. Every price before a split is divided by its ratio.",
+    )
 
     def summary_lines(self) -> list[str]:
+        price = self.price_text
         first = self.bars[0].date.date() if self.bars else None
         last = self.bars[-1].date.date() if self.bars else None
         lines = [
-            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close as traded "
-            f"{fmt(self.first_close)} -> {fmt(self.last_close)} ({fmt_pct(self.change_percent)}); "
-            f"high {fmt(self.period_high)}, low {fmt(self.period_low)}"
+            f"{self.total_bars} bars ({self.interval}) from {first} to {last}; close (split-adjusted, as Yahoo "
+            f"gives it) {price(self.first_close)} -> {price(self.last_close)} ({fmt_pct(self.change_percent)}); "
+            f"high {price(self.period_high)}, low {price(self.period_low)}"
         ]
+        if self.splits:
+            lines.append(
+                "stock splits: "
+                + "; ".join(
+                    f"{split.ratio} on {split.day}{' (after this range)' if last and split.day > last else ''}"
+                    for split in self.splits
+                )
+                + ". Yahoo divides every price before a split by its ratio: the close as traded on a day before "
+                "one is its traded_close (for what it closed at that day, give that)"
+            )
         step = max(1, -(-len(self.bars) // _SUMMARY_HISTORY_BARS))
         shown = self.bars[::step]
         if self.bars and shown[-1] is not self.bars[-1]:
             shown.append(self.bars[-1])
-        lines.extend(f"{bar.date.date()}: close {fmt(bar.close)}, volume {fmt(bar.volume)}" for bar in shown)
+        lines.extend(self._bar_line(bar) for bar in shown)
         return lines
+
+    def _bar_line(self, bar: PriceBar) -> str:
+        day = bar.date.date()
+        line = f"{day}: close {self.price_text(bar.close)}"
+        if bar.traded_close is not None:
+            later = [split.text() for split in self.splits if split.day > day]
+            line += f" split-adjusted, {self.price_text(bar.traded_close)} as traded (before {' and '.join(later)})"
+        return f"{line}; dividend-adjusted {self.price_text(bar.adj_close)}; volume {fmt(bar.volume)}"
 
 
 class StatementLine(_Data):
@@ -355,10 +418,10 @@ class AnalystRatings(MarketDataResult):
             for t in self.trend[:2]
         ]
         if self.price_target is not None:
-            target = self.price_target
+            target, price = self.price_target, self.price_text
             lines.append(
-                f"price target mean {fmt(target.mean)}, median {fmt(target.median)}, range {fmt(target.low)}-"
-                f"{fmt(target.high)} (current price {fmt(target.current)})"
+                f"price target mean {price(target.mean)}, median {price(target.median)}, range {price(target.low)} "
+                f"to {price(target.high)} (current price {price(target.current)})"
             )
         lines.extend(
             f"{change.date.date()} {change.firm}: {change.action or 'rating'} {change.from_grade or '-'} -> "
@@ -489,7 +552,7 @@ class MarketDataFinding(BaseModel):
             payload = result.result()
             as_of = _fmt_time(payload.as_of or payload.retrieved_at)
             blocks.append(
-                f"{result.title} (as of {as_of}, currency {payload.currency or 'n/a'}; {result.url})\n"
+                f"{result.title} (as of {as_of}, currency {payload.currency_text()}; {result.url})\n"
                 f"{payload.summary_text()}"
             )
         blocks.extend(f"{error.symbol or 'request'}: {error.code}: {error.message}" for error in self.errors)
@@ -497,6 +560,34 @@ class MarketDataFinding(BaseModel):
 
 
 # --- formatting -------------------------------------------------------------------------------------
+
+# The fields of the results (and of their bars and price target) that are prices in the quote currency.
+_PRICE_FIELDS = frozenset(
+    {
+        *("price", "previous_close", "change", "open", "day_high", "day_low", "year_high", "year_low"),
+        *("fifty_day_average", "two_hundred_day_average", "first_close", "last_close", "period_high"),
+        *("period_low", "high", "low", "close", "adj_close", "traded_close", "current", "mean", "median"),
+    }
+)
+
+
+def in_sub_unit(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool payload of a listing quoted in a sub-unit with its prices in that unit (72.5 for 0.725 GBP),
+    for checking the figures an answer writes as the exchange's readers read them; None for any other."""
+    unit = payload.get("sub_unit")
+    if not isinstance(unit, dict):
+        return None
+    per_main = unit.get("per_main", 100)
+
+    def scaled(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {name: scaled(item, name) for name, item in value.items() if name != "sub_unit"}
+        if isinstance(value, list):
+            return [scaled(item, key) for item in value]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return value * per_main if number and key in _PRICE_FIELDS else value
+
+    return {**scaled(payload), "currency": unit.get("code")}
 
 
 def fmt(value: float | int | None) -> str:

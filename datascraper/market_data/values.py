@@ -13,18 +13,17 @@ from typing import Any
 import pandas as pd
 
 from datascraper.market_data.schemas import NewsItem
+from datascraper.schemas import SubUnit
 
 logger = logging.getLogger(__name__)
 
 # Quote currencies that are hundredths of the main one: London in pence, Johannesburg in cents, Tel Aviv in
-# agorot. Prices are given in the main unit, so that a market cap or a comparison never comes out 100x.
-SUB_UNITS = {
-    "GBp": ("GBP", 100.0),
-    "GBX": ("GBP", 100.0),
-    "ZAc": ("ZAR", 100.0),
-    "ZAC": ("ZAR", 100.0),
-    "ILA": ("ILS", 100.0),
-}
+# agorot. Prices are given in the main unit, so that a market cap or a comparison never comes out 100x, and
+# carry the sub-unit, so that a reader is shown both: 72.50p (£0.7250).
+PENCE = SubUnit(code="GBp", name="pence", suffix="p", main="GBP", main_symbol="£")
+RAND_CENTS = SubUnit(code="ZAc", name="cents", suffix="c", main="ZAR", main_symbol="R")
+AGOROT = SubUnit(code="ILA", name="agorot", suffix=" agorot", main="ILS", main_symbol="₪")
+SUB_UNITS = {"GBp": PENCE, "GBX": PENCE, "ZAc": RAND_CENTS, "ZAC": RAND_CENTS, "ILA": AGOROT}
 
 
 def num(value: Any) -> float | None:
@@ -52,9 +51,17 @@ def text(value: Any) -> str | None:
 
 def main_unit(currency: str | None) -> tuple[str | None, float]:
     """The main currency of a quote currency and the divisor into it: GBp is (GBP, 100), USD is (USD, 1)."""
-    if currency in SUB_UNITS:
-        return SUB_UNITS[currency]
-    return currency, 1.0
+    unit = SUB_UNITS.get(currency or "")
+    return (unit.main, float(unit.per_main)) if unit is not None else (currency, 1.0)
+
+
+def sub_unit_note(symbol: str, unit: SubUnit, example: float | None) -> str:
+    """What a result converted from a sub-unit says about it."""
+    shown = f", e.g. {unit.shown(example)}" if example is not None else ""
+    return (
+        f"Yahoo Finance quotes {symbol} in {unit.name} ({unit.code}); prices here are in {unit.main} "
+        f"({unit.per_main} {unit.name} to 1 {unit.main}), written with the {unit.name} first{shown}."
+    )
 
 
 def scaled(value: Any, divisor: float) -> float | None:

@@ -5,9 +5,11 @@ on every yfinance call (yfinance is synchronous, so it runs in a worker thread w
 output caps, NaN/inf cleaning, yfinance's exclusive `end` made inclusive, an empty frame reported as
 "no data", the cache, and the mapping of yfinance failures to named errors with a code.
 
-Exact figures: a quote's change is measured from Yahoo's official previous close, prices are as traded
-(the adjusted close rides along, labelled), sub-unit quote currencies (GBp, ZAc, ILA) are given in the main
-unit, yfinance's errors are raised rather than swallowed, and its own reply cache never answers a refetch.
+Exact figures: a quote's change is measured from Yahoo's official previous close; a price history's closes
+are Yahoo's, split-adjusted, with the dividend-adjusted close beside them and, where a split came after a bar,
+the price as traded that day; sub-unit quote currencies (GBp, ZAc, ILA) are given in the main unit and carry
+the sub-unit for display; yfinance's errors are raised rather than swallowed, and its own reply cache never
+answers a refetch.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ from urllib.parse import quote as url_quote
 
 import anyio
 import anyio.to_thread
-import numpy as np
 import pandas as pd
 import yfinance
 from curl_cffi.requests.exceptions import HTTPError
 from yfinance.data import YfData
-from yfinance.exceptions import YFDataException, YFInvalidPeriodError, YFRateLimitError, YFTickerMissingError
+from yfinance.exceptions import (
+    YFDataException,
+    YFInvalidPeriodError,
+    YFPricesMissingError,
+    YFRateLimitError,
+    YFTickerMissingError,
+)
 
 from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.errors import (
@@ -38,6 +45,7 @@ from datascraper.market_data.errors import (
     MarketDataUpstreamError,
     NoMarketData,
 )
+from datascraper.market_data.history import HistoryAsked, price_history, splits_in
 from datascraper.market_data.schemas import (
     DEFAULT_NEWS_ITEMS,
     ESSENTIAL_STATEMENT_LINES,
@@ -51,7 +59,6 @@ from datascraper.market_data.schemas import (
     HistoryPeriod,
     MarketDataResult,
     News,
-    PriceBar,
     PriceHistory,
     PriceTarget,
     Quote,
@@ -60,9 +67,11 @@ from datascraper.market_data.schemas import (
     StatementFrequency,
     StatementKind,
     StatementLine,
+    StockSplit,
 )
 from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.market_data.values import (
+    SUB_UNITS,
     currency_or_none,
     integer,
     main_unit,
@@ -70,13 +79,13 @@ from datascraper.market_data.values import (
     news_item,
     num,
     scaled,
+    sub_unit_note,
     text,
 )
 
 logger = logging.getLogger(__name__)
 
-# Output caps keep a tool result small enough for a prompt.
-MAX_HISTORY_BARS = 250
+# Output caps keep a tool result small enough for a prompt (price history: `history.MAX_HISTORY_BARS`).
 MAX_STATEMENT_LINES = 80
 MAX_RATING_CHANGES = 10
 EARNINGS_DATES_LIMIT = 12
@@ -195,12 +204,14 @@ class YahooFinanceAdapter:
         if start is not None and end is not None and start > end:
             raise InvalidArgument(f"The start date {start} is after the end date {end}.")
         key = f"history:{symbol}:{period}:{start}:{end}:{interval}"
+        # A range that ended before today costs a second request (the splits since), and its bars are settled:
+        # kept as long as fundamentals.
         return await self._fetch(
             PriceHistory,
             symbol,
             "price history",
             key,
-            HISTORY_TTL_S,
+            FUNDAMENTALS_TTL_S if self._ended_before_today(end) else HISTORY_TTL_S,
             lambda: self._price_history(symbol, period, start, end, interval),
         )
 
@@ -294,7 +305,8 @@ class YahooFinanceAdapter:
         # not used: its `previous_close` is the last trade of the day before, after-hours included, so after
         # an earnings move the change would be off by the whole move.
         info = self._ticker(symbol).info or {}
-        currency, divisor = main_unit(text(info.get("currency")))
+        quoted = text(info.get("currency"))
+        currency, divisor = main_unit(quoted)
         price = scaled(info.get("regularMarketPrice") or info.get("currentPrice"), divisor)
         if price is None:
             raise NoMarketData(f"Yahoo Finance has no quote for {symbol}.")
@@ -302,7 +314,8 @@ class YahooFinanceAdapter:
         change = price - previous if previous is not None else None
         retrieved_at = self._now()
         traded_at = num(info.get("regularMarketTime"))
-        notes = [f"Prices converted from {info.get('currency')} to {currency} (1/{divisor:g})."] if divisor > 1 else []
+        sub_unit = SUB_UNITS.get(quoted or "")
+        notes = [sub_unit_note(symbol, sub_unit, price)] if sub_unit is not None else []
         return Quote(
             symbol=symbol,
             currency=currency,
@@ -310,6 +323,7 @@ class YahooFinanceAdapter:
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol),
             notes=notes,
+            sub_unit=sub_unit,
             price=price,
             previous_close=previous,
             previous_close_basis=PREVIOUS_CLOSE_BASIS,
@@ -332,8 +346,8 @@ class YahooFinanceAdapter:
         self, symbol: str, period: str, start: date | None, end: date | None, interval: str
     ) -> PriceHistory:
         ticker = self._ticker(symbol)
-        # Traded closes (auto_adjust=False): "the close on 2024-03-15" is the price that day, not one lowered
-        # by every dividend since. The adjusted close comes along, labelled as such.
+        # auto_adjust=False: Yahoo's closes (split-adjusted only), not lowered by every dividend since; the
+        # dividend-adjusted close comes along, labelled as such.
         if start is None and end is None:
             frame = ticker.history(period=period, interval=interval, auto_adjust=False)
         else:
@@ -346,71 +360,35 @@ class YahooFinanceAdapter:
             )
         if frame is None or frame.empty:
             raise NoMarketData(f"Yahoo Finance has no price history for {symbol} in that range.")
-        total = len(frame)
-        notes = []
-        if total > MAX_HISTORY_BARS:
-            rows = np.unique(np.linspace(0, total - 1, MAX_HISTORY_BARS).round().astype(int))
-            picked = frame.iloc[rows]
-            notes.append(
-                f"Down-sampled from {total} to {len(picked)} bars, evenly spaced with the first and last kept; "
-                "the change, high and low use every bar."
+        quoted = currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency"))
+        splits, notes = splits_in(frame), []
+        if end is not None and self._ended_before_today(end):
+            # Splits after the range change its closes too: one more request, from the day after it to today.
+            later, failure = self._splits_after(symbol, end)
+            splits += later
+            notes += [failure] if failure else []
+        asked = HistoryAsked(symbol, period, start, end, interval, yahoo_url(symbol, "history"))
+        return price_history(asked, frame, quoted=quoted, splits=splits, notes=notes, retrieved_at=self._now())
+
+    def _ended_before_today(self, end: date | None) -> bool:
+        return end is not None and end < self._now().date()
+
+    def _splits_after(self, symbol: str, day: date) -> tuple[list[StockSplit], str | None]:
+        """The stock splits after `day`, from Yahoo's daily bars since (its `events` name them), or none and
+        a note saying why they could not be looked up."""
+        try:
+            frame = self._ticker(symbol).history(
+                start=(day + timedelta(days=1)).isoformat(), interval="1d", auto_adjust=False
             )
-        else:
-            picked = frame
-        currency, divisor = main_unit(currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency")))
-        if divisor > 1:
-            frame = frame.assign(
-                **{c: frame[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close") if c in frame}
+        except YFPricesMissingError:
+            return [], None  # no trading day since, so no split either
+        except Exception as exc:
+            failure = _upstream_failure(exc, symbol, "stock splits")
+            return [], (
+                f"Stock splits after {day} could not be looked up ({failure.message.rstrip('.')}): the closes are "
+                "split-adjusted as Yahoo gives them, and differ from the prices as traded if a split came since."
             )
-            picked = picked.assign(
-                **{c: picked[c] / divisor for c in ("Open", "High", "Low", "Close", "Adj Close") if c in picked}
-            )
-            notes.append(f"Prices converted to {currency} from its hundredths (1/{divisor:g}).")
-        adjusted = picked["Adj Close"] if "Adj Close" in picked else [None] * len(picked)
-        bars = [
-            PriceBar(
-                date=moment(ts),
-                open=num(o),
-                high=num(h),
-                low=num(lo),
-                close=num(c),
-                adj_close=num(a),
-                volume=integer(v),
-            )
-            for ts, o, h, lo, c, a, v in zip(
-                picked.index,
-                picked["Open"],
-                picked["High"],
-                picked["Low"],
-                picked["Close"],
-                adjusted,
-                picked["Volume"],
-                strict=True,
-            )
-        ]
-        closes = [value for value in map(num, frame["Close"]) if value is not None]
-        first_close, last_close = (closes[0], closes[-1]) if closes else (None, None)
-        retrieved_at = self._now()
-        return PriceHistory(
-            symbol=symbol,
-            currency=currency,
-            as_of=bars[-1].date,
-            retrieved_at=retrieved_at,
-            url=yahoo_url(symbol, "history"),
-            notes=notes,
-            period=None if start or end else period,
-            start=start,
-            end=end,
-            interval=interval,
-            bars=bars,
-            total_bars=total,
-            downsampled=len(bars) < total,
-            first_close=first_close,
-            last_close=last_close,
-            change_percent=num((last_close / first_close - 1) * 100) if first_close and last_close else None,
-            period_high=num(frame["High"].max()),
-            period_low=num(frame["Low"].min()),
-        )
+        return splits_in(frame) if frame is not None else [], None
 
     def _financial_statement(
         self, symbol: str, statement: StatementKind, frequency: StatementFrequency
@@ -511,7 +489,8 @@ class YahooFinanceAdapter:
         summary = part("recommendation trend", lambda: ticker.recommendations_summary)
         targets = part("price targets", lambda: ticker.analyst_price_targets) or {}
         changes = part("upgrade and downgrade history", lambda: ticker.upgrades_downgrades)
-        currency, divisor = main_unit(currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency")))
+        quoted = currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency"))
+        currency, divisor = main_unit(quoted)
         trend = [
             RecommendationTrend(
                 period=str(row.get("period", "")),
@@ -551,6 +530,7 @@ class YahooFinanceAdapter:
             retrieved_at=retrieved_at,
             url=yahoo_url(symbol, "analysis"),
             notes=notes,
+            sub_unit=SUB_UNITS.get(quoted or ""),
             trend=trend,
             price_target=target if has_target else None,
             recent_changes=recent,

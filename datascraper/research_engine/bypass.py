@@ -203,7 +203,6 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
 
 def compose_quote_answer(match: FastPathMatch, quote: Quote) -> str | None:
     """The one-sentence answer, or None when the quote lacks a figure the question needs."""
-    currency = quote.currency
     name = f"{match.name} ({quote.symbol})" if match.name else quote.symbol
     as_of = _as_of(quote.as_of or quote.retrieved_at)
     if quote.price is None:
@@ -212,18 +211,26 @@ def compose_quote_answer(match: FastPathMatch, quote: Quote) -> str | None:
         if quote.market_cap is None:
             return None
         return prompts.QUOTE_MARKET_CAP_ANSWER.format(
-            name=name, market_cap=_large(quote.market_cap, currency), price=_money(quote.price, currency), as_of=as_of
+            name=name,
+            market_cap=_large(quote.market_cap, quote.currency),
+            price=_price(quote.price, quote),
+            as_of=as_of,
         )
     if quote.previous_close is None or quote.change is None or quote.change_percent is None:
         return None
     template = prompts.QUOTE_CHANGE_ANSWER if match.fact == "change" else prompts.QUOTE_PRICE_ANSWER
     return template.format(
         name=name,
-        price=_money(quote.price, currency),
-        move=_move(quote.change, quote.change_percent, currency),
-        previous_close=_money(quote.previous_close, currency),
+        price=_price(quote.price, quote),
+        move=_move(quote.change, quote.change_percent, quote),
+        previous_close=_price(quote.previous_close, quote),
         as_of=as_of,
     )
+
+
+def _price(value: float, quote: Quote) -> str:
+    """A price as the exchange's readers read it: 196.45 USD, or 72.50p (£0.7250) for a London listing."""
+    return quote.sub_unit.shown(value) if quote.sub_unit is not None else _money(value, quote.currency)
 
 
 def _money(value: float, currency: str | None) -> str:
@@ -239,11 +246,11 @@ def _large(value: float, currency: str | None) -> str:
     return _money(value, currency)
 
 
-def _move(change: float, change_percent: float, currency: str | None) -> str:
+def _move(change: float, change_percent: float, quote: Quote) -> str:
     if change == 0:
         return "unchanged"
     direction = "up" if change > 0 else "down"
-    return f"{direction} {_money(abs(change), currency)} ({change_percent:+.2f}%)"
+    return f"{direction} {_price(abs(change), quote)} ({change_percent:+.2f}%)"
 
 
 def _as_of(moment: datetime) -> str:

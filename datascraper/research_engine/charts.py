@@ -105,11 +105,14 @@ def _charts_of(finding: Finding, numbers: dict[tuple[str, str], int]) -> list[Ch
 
 
 def _by_currency(results: list[tuple[R, int]]) -> list[list[tuple[R, int]]]:
-    """Results that share a chart: those of one currency. A result of unknown currency gets a chart of its own,
-    since two unknowns may be different currencies."""
+    """Results that share a chart: those of one currency, quoted in the same unit (pence and pounds are
+    shown differently). A result of unknown currency gets a chart of its own, since two unknowns may be
+    different currencies."""
     groups: dict[object, list[tuple[R, int]]] = {}
     for result, n in results:
-        groups.setdefault(result.currency if result.currency is not None else ("unknown", n), []).append((result, n))
+        quoted = result.sub_unit.code if result.sub_unit is not None else None
+        key = (result.currency, quoted) if result.currency is not None else ("unknown", n)
+        groups.setdefault(key, []).append((result, n))
     return list(groups.values())
 
 
@@ -129,15 +132,18 @@ def _price_chart(histories: list[tuple[PriceHistory, int]]) -> list[ChartEvent]:
     series = [one for one in series if one.points]
     if not series:
         return []
+    # Yahoo's closes: a line through a split stays level, and a close before one is not the price traded then.
+    split = any(bar.traded_close is not None for history, _ in histories for bar in history.bars)
     return [
         ChartEvent(
             id="",
-            title=f"{' vs '.join(one.name for one in series)} closing price",
+            title=f"{' vs '.join(one.name for one in series)} closing price{' (split-adjusted)' if split else ''}",
             kind="line",
             unit=histories[0][0].currency or "",
             as_of=_newest(history for history, _ in histories),
             source_n=series[0].source_n,
             series=series,
+            sub_unit=histories[0][0].sub_unit,
         )
     ]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from datascraper.citations import MarketEvidence, SourceText
+from datascraper.market_data.schemas import in_sub_unit
 from datascraper.openai_search import clean_url
 from datascraper.quality_logger import NumberCheck, check_numbers, market_values
 from datascraper.research_engine.state import RunState
@@ -27,7 +28,7 @@ def market_evidence(state: RunState) -> dict[int, MarketEvidence | SourceText]:
     if state.market_payloads:
         # The fast path's quote: its answer's one source.
         for source in market_sources:
-            payloads.setdefault((source.url, source.title), []).extend(state.market_payloads)
+            payloads.setdefault((source.url, source.title), []).extend(_as_written(state.market_payloads))
     evidence: dict[int, MarketEvidence | SourceText] = {
         source.n: MarketEvidence.of(source, payloads[(source.url, source.title)], state.facts)
         for source in market_sources
@@ -55,7 +56,7 @@ def number_check(state: RunState) -> NumberCheck:
 
 
 def _market_payloads(state: RunState) -> list[dict]:
-    return [*state.market_payloads, *(payload for _, payload in _market_results(state))]
+    return [*_as_written(state.market_payloads), *(payload for _, payload in _market_results(state))]
 
 
 def _market_results(state: RunState) -> Iterator[tuple[tuple[str, str], dict]]:
@@ -63,7 +64,14 @@ def _market_results(state: RunState) -> Iterator[tuple[tuple[str, str], dict]]:
     for finding in state.findings:
         if finding.market_data is not None:
             for result in finding.market_data.results:
-                yield (clean_url(result.url), result.title), result.data
+                for payload in _as_written([result.data]):
+                    yield (clean_url(result.url), result.title), payload
+
+
+def _as_written(payloads: list[dict]) -> list[dict]:
+    """The payloads, and for a listing quoted in a sub-unit its prices in that unit too: an answer writes
+    a London price as 72.50p (£0.7250), and both numbers trace."""
+    return [*payloads, *(twin for payload in payloads if (twin := in_sub_unit(payload)) is not None)]
 
 
 def _filed_values(state: RunState) -> dict[str, list[tuple[float, str]]]:

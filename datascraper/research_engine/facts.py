@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import combinations
@@ -398,15 +398,20 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
 
 
 def _history_facts(history: PriceHistory, source: FactSource, book: _FactBook) -> None:
-    """The change in closing price over the range the history covers."""
+    """The change in closing price over the range the history covers, from Yahoo's split-adjusted closes (a
+    split within the range is no fall in price); a London price shown in pence beside pounds."""
     closes = [(bar.date, bar.close) for bar in history.bars if bar.close is not None]
     if len(closes) < 2:
         return
     base = _dated_input(history.symbol, "close", *closes[0], source)
     current = _dated_input(history.symbol, "close", *closes[-1], source)
     span = f"{base.period} to {current.period}"
+    within = [split.text() for split in history.splits if base.period < split.day.isoformat() <= current.period]
+    adjusted = f" (split-adjusted for {' and '.join(within)})" if within else ""
     book.add(
-        _growth("growth", f"{history.symbol} closing price change, {span}", current, base),
+        _growth(
+            "growth", f"{history.symbol} closing price change, {span}{adjusted}", current, base, history.price_text
+        ),
         tier=HEADLINE,
         compare_as=f"price change, {span}",
     )
@@ -424,7 +429,10 @@ def _amount(value: FactInput) -> float:
     return -value.value if value.line in _OUTFLOW_LINES else value.value
 
 
-def _growth(kind: FactKind, label: str, current: FactInput, base: FactInput) -> Fact:
+def _growth(
+    kind: FactKind, label: str, current: FactInput, base: FactInput, shown: Callable[[float], str] = fmt
+) -> Fact:
+    """`shown` writes the amounts in the formula (a London price: 72.50p (£0.7250))."""
     now, then = _amount(current), _amount(base)
     formula = "(current - base) / base x 100"
     if then == 0:
@@ -433,7 +441,7 @@ def _growth(kind: FactKind, label: str, current: FactInput, base: FactInput) -> 
     if then < 0:
         note = f"not reported as a percentage: the base is negative ({fmt(then)}); use the change in amount"
         return _fact(label, None, "percent", kind, formula, [current, base], note=note)
-    formula += f" = ({fmt(now)} - {fmt(then)}) / {fmt(then)} x 100"
+    formula += f" = ({shown(now)} - {shown(then)}) / {shown(then)} x 100"
     return _fact(label, (now - then) / then * 100, "percent", kind, formula, [current, base])
 
 

@@ -199,7 +199,7 @@ def _render_market_data(market: MarketDataFinding, book: SourceBook) -> str:
                 n=book.add_market_data(result, typed),
                 title=result.title,
                 as_of=as_of_text(typed),
-                currency=typed.currency or "n/a",
+                currency=typed.currency_text(),
                 summary=typed.summary_text(),
                 payload=payload,
             )

@@ -1147,6 +1147,28 @@ def test_a_chart_toggles_to_a_table_of_the_same_figures_right_aligned_with_units
     assert_bars_drawn_from(bars, chart)
 
 
+LONDON_QUESTION = "How did Vodafone's shares trade from 2025-06-09 to 2025-06-12?"
+LONDON_WEEK = sub(LONDON_QUESTION, "numerical", ["VOD.L"], "price_history", start="2025-06-09", end="2025-06-12")
+
+
+def test_a_london_price_chart_reads_in_pence_with_pounds_beside_them(page, fake_openai, market_data, research_env):  # noqa: F811
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(fake_openai, LONDON_WEEK)
+    script_gaps(fake_openai, gaps(6, missing=OPEN_GAPS))
+    script_synthesis(fake_openai, "Vodafone's shares moved little that week [1].")
+    answer = ask(page, LONDON_QUESTION, mode="research")
+    wait_until_finished(answer)
+    [chart] = charts_of(run_events(page, answer)).values()
+    figure = answer.locator('figure[data-kind="line"]')
+
+    assert figure.locator(".figure-meta").inner_text() == f"pence (GBp), GBP in brackets · as of {chart['as_of']}"
+    assert_line_drawn_from(figure, chart)
+    figure.locator("button.figure-table-toggle").click()
+    [(day, pounds)] = chart["series"][0]["points"][-1:]
+    assert figure.locator("table.figure-data thead th").all_inner_texts() == ["Date", "VOD.L, pence (GBp), GBP in brackets[1]"]
+    assert figure.locator("tbody tr").last.locator("th, td").all_inner_texts() == [day, f"{pounds * 100:,.2f}p (£{pounds:,.4f})"]
+
+
 def test_charts_resize_with_the_layout_down_to_a_phone(page, market_data_run):
     answer = ask_market_question(page)
     chart = charts_of(run_events(page, answer))["bars"]

@@ -3,14 +3,18 @@
 Deterministic and anchored at `TODAY` (a Friday). A few listings are modelled on the real ones because the
 product gets them wrong when it assumes the simple case:
 
-| symbol | why it is here                                                                        |
-|--------|---------------------------------------------------------------------------------------|
-| AAPL   | fiscal year ends late September (52/53 weeks); pays dividends (closes vs adjusted);    |
-|        | moved after hours on the day before TODAY (fast_info's previous close is not official) |
-| NVDA   | fiscal year ends late January: its "fiscal 2025" is mostly calendar 2024               |
-| MSFT   | fiscal year ends June 30; its balance sheet is long (more lines than the output cap)  |
-| 7203.T | Tokyo: Asia/Tokyo, JPY, fiscal year ends March 31                                     |
-| VOD.L  | London: prices in pence (GBp), reports in EUR                                         |
+| symbol  | why it is here                                                                           |
+|---------|------------------------------------------------------------------------------------------|
+| AAPL    | fiscal year ends late September (52/53 weeks); pays dividends (closes vs adjusted);      |
+|         | moved after hours on the day before TODAY (fast_info's previous close is not official);  |
+|         | split 4:1 on 2020-08-31, as it did: Yahoo's earlier closes are a quarter of those traded |
+| NVDA    | fiscal year ends late January: its "fiscal 2025" is mostly calendar 2024; split 10:1 on  |
+|         | 2024-06-10, as it did                                                                    |
+| MSFT    | fiscal year ends June 30; its balance sheet is long (more lines than the output cap)     |
+| 7203.T  | Tokyo: Asia/Tokyo, JPY, fiscal year ends March 31                                        |
+| VOD.L   | London: prices in pence (GBp), reports in EUR                                            |
+| SBK.JO  | Johannesburg: prices in South African cents (ZAc), reports in ZAR                        |
+| TEVA.TA | Tel Aviv: prices in agorot (ILA), reports in USD                                         |
 
 Any other well-formed symbol is a US company 0.2x to 4.2x Apple's size with a calendar fiscal year, its
 figures Apple's scaled.
@@ -43,6 +47,8 @@ class Exchange:
 NASDAQ = Exchange("NMS", "NasdaqGS", "America/New_York", "EDT", -4 * 3600, "13:30")
 TOKYO = Exchange("JPX", "Tokyo", "Asia/Tokyo", "JST", 9 * 3600, "00:00")
 LONDON = Exchange("LSE", "LSE", "Europe/London", "BST", 3600, "07:00")
+JOHANNESBURG = Exchange("JNB", "Johannesburg", "Africa/Johannesburg", "SAST", 2 * 3600, "07:00")
+TEL_AVIV = Exchange("TLV", "Tel Aviv", "Asia/Jerusalem", "IDT", 3 * 3600, "07:00")
 
 
 # Apple's fiscal 2021-2024 figures (USD), newest first.
@@ -117,18 +123,32 @@ class Listing:
     long_balance_sheet: bool = False
     overrides: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # "annual"/"quarterly" lines
     shares: float = 14.9e9
+    splits: tuple[tuple[date, int, int], ...] = ()  # (day, numerator, denominator): 4:1 is (day, 4, 1)
 
     @cached_property
     def seed(self) -> int:
         return zlib.crc32(self.symbol.encode())
 
     def closes(self, days: pd.DatetimeIndex) -> np.ndarray:
-        """Traded closes on the given days: one random walk per symbol, ending at `price` on TODAY."""
+        """Closes as Yahoo gives them on the given days: one random walk per symbol, ending at `price` on
+        TODAY, and split-adjusted (a close before a split is the price then divided by the split's ratio)."""
         everyday = pd.bdate_range(end=TODAY, periods=6000)
         steps = np.random.default_rng(self.seed).normal(0.0004, 0.015, len(everyday))
         path = np.exp(np.cumsum(steps))
         walk = pd.Series(self.price * path / path[-1], index=everyday)
         return walk.reindex(days.normalize()).to_numpy()
+
+    def split_factors(self, days: pd.DatetimeIndex) -> np.ndarray:
+        """For each day, the product of the ratios of the splits after it: the traded price is the close
+        times this."""
+        factors = np.ones(len(days))
+        for day, numerator, denominator in self.splits:
+            factors[days.date < day] *= numerator / denominator
+        return factors
+
+    def traded_closes(self, days: pd.DatetimeIndex) -> np.ndarray:
+        """The prices as traded on the given days, before any split that came after them."""
+        return self.closes(days) * self.split_factors(days)
 
     def dividends(self) -> dict[date, float]:
         """Ex-dividend dates (quarterly, the latest in May) and amounts; none unless the listing pays."""
@@ -184,6 +204,7 @@ LISTINGS = {
         quarter_ends=("2025-03-29", "2024-12-28", "2024-09-28", "2024-06-29", "2024-03-30"),
         dividend=0.25,
         after_hours_move=0.03,
+        splits=((date(2020, 8, 31), 4, 1),),
     ),
     "NVDA": Listing(
         symbol="NVDA",
@@ -194,6 +215,7 @@ LISTINGS = {
         quarter_ends=("2025-04-27", "2025-01-26", "2024-10-27", "2024-07-28", "2024-04-28"),
         overrides={"annual": _NVIDIA_ANNUAL, "quarterly": _NVIDIA_QUARTERLY},
         shares=24.4e9,
+        splits=((date(2024, 6, 10), 10, 1),),
     ),
     "MSFT": Listing(
         symbol="MSFT",
@@ -226,6 +248,27 @@ LISTINGS = {
         year_ends=("2025-03-31", "2024-03-31", "2023-03-31", "2022-03-31"),
         dividend=2.25,
         shares=25.2e9,
+    ),
+    "SBK.JO": Listing(
+        symbol="SBK.JO",
+        name="Standard Bank Group Limited",
+        exchange=JOHANNESBURG,
+        currency="ZAc",
+        financial_currency="ZAR",
+        price=23_045.0,
+        scale=2.0,
+        year_ends=("2024-12-31", "2023-12-31", "2022-12-31", "2021-12-31"),
+        shares=1.66e9,
+    ),
+    "TEVA.TA": Listing(
+        symbol="TEVA.TA",
+        name="Teva Pharmaceutical Industries Limited",
+        exchange=TEL_AVIV,
+        currency="ILA",
+        financial_currency="USD",
+        price=6_012.0,
+        scale=0.04,
+        shares=1.13e9,
     ),
 }
 

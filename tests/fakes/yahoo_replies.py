@@ -14,7 +14,7 @@ Each builder returns a JSON-ready dict (or HTML text) for one listing; failures 
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
@@ -39,15 +39,18 @@ def _bar_time(listing: Listing, day: date) -> int:
     return _epoch(datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC))
 
 
-def trading_days(params: dict[str, str]) -> pd.DatetimeIndex:
-    """The business days a chart request covers: a `range` ends on TODAY, `period1`/`period2` are epoch
-    seconds with period2 exclusive (as Yahoo treats them)."""
+def trading_days(listing: Listing, params: dict[str, str]) -> pd.DatetimeIndex:
+    """The business days a chart request covers: a `range` ends on TODAY; `period1`/`period2` are epoch
+    seconds, period2 exclusive, and a day is in when its bar's time is (as Yahoo treats them: a London day
+    asked up to local midnight, 23:00 UTC, is in)."""
     if "period1" in params or "period2" in params:
-        first = pd.Timestamp(int(params.get("period1") or 0), unit="s").normalize()
-        last = pd.Timestamp(int(params["period2"]), unit="s") if params.get("period2") else pd.Timestamp(TODAY)
+        start = int(params.get("period1") or 0)
+        end = int(params["period2"]) if params.get("period2") else _epoch(datetime.combine(TODAY, time.max, UTC))
         listed = pd.bdate_range(end=TODAY, periods=_RANGE_BARS["max"])[0]  # the listing's first trading day
-        days = pd.bdate_range(max(first, listed), last, inclusive="left")
-        return days[days <= pd.Timestamp(TODAY)]
+        first = max(pd.Timestamp(start, unit="s").normalize(), listed)
+        candidates = pd.bdate_range(first, pd.Timestamp(end, unit="s").normalize())
+        days = [day for day in candidates if start <= _bar_time(listing, day.date()) < end]
+        return pd.DatetimeIndex([day for day in days if day <= pd.Timestamp(TODAY)])
     span = params.get("range", "1mo")
     if span == "ytd":
         return pd.bdate_range(date(TODAY.year, 1, 1), TODAY)
@@ -89,10 +92,12 @@ def chart_meta(listing: Listing, params: dict[str, str], closes: np.ndarray) -> 
 
 
 def chart(listing: Listing, params: dict[str, str], *, nans: bool = False) -> dict[str, Any]:
-    """`/v8/finance/chart`: daily (or coarser) bars with dividends and `adjclose`, or hourly bars."""
+    """`/v8/finance/chart`: daily (or coarser) bars with the dividends and splits of the window as events
+    and `adjclose`, or hourly bars. Prices are split-adjusted over the whole history, whatever window is asked,
+    as Yahoo's are; `adjclose` is adjusted for dividends too."""
     if params.get("interval", "1d").endswith(("m", "h")):
         return _hourly_chart(listing, params)
-    days = trading_days(params)
+    days = trading_days(listing, params)
     days = days[:: _INTERVAL_STEP.get(params.get("interval", "1d"), 1)]
     closes = listing.closes(days)
     rng = np.random.default_rng(listing.seed)
@@ -121,13 +126,31 @@ def chart(listing: Listing, params: dict[str, str], *, nans: bool = False) -> di
             "adjclose": [{"adjclose": [round(float(v), 4) for v in adjusted]}],
         },
     }
-    dividends = {
-        str(_bar_time(listing, day)): {"amount": amount, "date": _bar_time(listing, day)}
-        for day, amount in listing.dividends().items()
-        if len(days) and days[0].date() <= day <= days[-1].date()
+    within = (lambda day: days[0].date() <= day <= days[-1].date()) if len(days) else (lambda day: False)
+    events = {
+        "dividends": {
+            str(_bar_time(listing, day)): {"amount": amount, "date": _bar_time(listing, day)}
+            for day, amount in listing.dividends().items()
+            if within(day)
+        },
+        # As recorded (AAPL's 4:1 of 2020-08-31): the day's open as the date, the ratio three ways.
+        "splits": {
+            str(_bar_time(listing, day)): {
+                "date": _bar_time(listing, day),
+                "numerator": numerator,
+                "denominator": denominator,
+                "splitRatio": f"{numerator}:{denominator}",
+            }
+            for day, numerator, denominator in listing.splits
+            if within(day)
+        },
     }
-    if dividends:
-        result["events"] = {"dividends": dividends}
+    if any(events.values()):
+        result["events"] = {kind: found for kind, found in events.items() if found}
+    if not len(days):
+        # A window without a trading day: Yahoo sends no timestamps and empty indicators.
+        result.pop("timestamp")
+        result["indicators"] = {"quote": [{}], "adjclose": [{}]}
     return {"chart": {"result": [result], "error": None}}
 
 
@@ -147,7 +170,7 @@ def _hourly_chart(listing: Listing, params: dict[str, str]) -> dict[str, Any]:
     """Five days of hourly bars; with `includePrePost`, pre- and post-market bars too. On the day before
     TODAY the post-market moves the price by `after_hours_move` (an earnings reaction, say)."""
     prepost = str(params.get("includePrePost", "")).lower() == "true"
-    days = trading_days(params)
+    days = trading_days(listing, params)
     daily_closes = listing.closes(days)
     stamps: list[int] = []
     closes: list[float] = []

@@ -22,10 +22,14 @@ Some symbols script failures, at the wire:
 | HANG    | blocks until `FakeYahoo.release` is set (or `hang_s` passes)                        |
 | CRASH   | kills the whole process, as a segfaulting server would                              |
 
+With `recorded` (tests/fakes/yahoo_recorded.py), a symbol Yahoo's real replies were recorded for (AAPL,
+OCDO.L, WSKT.JK) is answered from those recordings instead of `yahoo_listings.py`.
+
 `latency_s` delays every request naming a symbol (the benchmark's slow Yahoo); clearing `gate` holds every
 such request until it is set again (to line up concurrent requests). `calls` records each of them as
 (symbol, endpoint): "chart", "quoteSummary", "quote" (/v7), "income:yearly" and the like (fundamentals),
-"earnings_dates", "news".
+"earnings_dates", "news"; `queries` the same with the request's query. `refuse`, set by a test, answers a
+request with the HTTP status it returns for (symbol, endpoint, query) instead (None: served as usual).
 
 One fake serves the process at a time: yfinance's `YfData` is a singleton, and `ticker()` points it at
 this fake's session.
@@ -37,6 +41,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -49,6 +54,7 @@ from yfinance import cache as yf_cache
 
 from tests.fakes import yahoo_replies as replies
 from tests.fakes.yahoo_listings import TODAY, listing
+from tests.fakes.yahoo_recorded import RecordedYahoo
 
 __all__ = ["TODAY", "FakeYahoo", "YahooWire"]
 
@@ -79,13 +85,16 @@ class YahooWire(Session):  # type: ignore[misc]
 class FakeYahoo:
     """The fake's shared state: latency, the hang release, the log of upstream requests, and the wire."""
 
-    def __init__(self, *, latency_s: float = 0.0, hang_s: float = 30.0) -> None:
+    def __init__(self, *, latency_s: float = 0.0, hang_s: float = 30.0, recorded: RecordedYahoo | None = None) -> None:
         self.latency_s = latency_s
+        self.recorded = recorded
         self.hang_s = hang_s
         self.release = threading.Event()
         self.gate = threading.Event()
         self.gate.set()
         self.calls: list[tuple[str, str]] = []
+        self.queries: list[tuple[str, str, dict[str, str]]] = []
+        self.refuse: Callable[[str, str, dict[str, str]], int | None] | None = None
         self._lock = threading.Lock()
         self.session = YahooWire(self)
         # A new fake starts with yfinance's process-wide reply cache empty, as a new process would.
@@ -119,17 +128,24 @@ class FakeYahoo:
         symbol, endpoint = _route(path, query, body)
         if symbol is None:
             return _reply(url, 404, json.dumps({"error": "no such endpoint"}))
-        self._access(symbol, endpoint)
-        if symbol == "LIMIT":
+        self._access(symbol, endpoint, query)
+        refused = self.refuse(symbol, endpoint, query) if self.refuse is not None else None
+        if symbol == "LIMIT" or refused == 429:
             return _reply(url, 429, "Too Many Requests", "text/plain")
+        if refused is not None:
+            return _reply(url, refused, json.dumps({"finance": {"result": None, "error": {"code": str(refused)}}}))
         if symbol == "BOOM" or (symbol == "NOINFO" and endpoint in ("quoteSummary", "quote")):
             raise DNSError("Failed to perform, curl: (6) Could not resolve host: query2.finance.yahoo.com")
+        if self.recorded is not None and symbol in self.recorded.symbols:
+            status, reply = self.recorded.answer(symbol, endpoint, query)
+            return _reply(url, status, json.dumps(reply, separators=(",", ":")))
         return self._answer(url, symbol, endpoint, query, body)
 
-    def _access(self, symbol: str, endpoint: str) -> None:
+    def _access(self, symbol: str, endpoint: str, query: dict[str, str]) -> None:
         """One round trip to "Yahoo": logged, delayed, and held as the symbol scripts."""
         with self._lock:
             self.calls.append((symbol, endpoint))
+            self.queries.append((symbol, endpoint, query))
         self.gate.wait(self.hang_s)
         if self.latency_s:
             time.sleep(self.latency_s)

@@ -18,6 +18,10 @@
  *
  * The chart is a picture; the numbers live in the table (toggled in place) and the CSV. Charts neither
  * scroll nor zoom: inside a scrolling transcript the wheel and a finger's drag belong to the page.
+ *
+ * A chart of a listing quoted in a hundredth of its currency (London's pence) carries `sub_unit`: its points
+ * are in the main unit, and it is shown as the exchange's readers read it, "72.50p (£0.7250)", the axis in
+ * pence. The CSV keeps the points as they are, in the main unit.
  */
 window.ChatFigures = (() => {
   "use strict";
@@ -37,23 +41,33 @@ window.ChatFigures = (() => {
   const UNSCALED = { factor: 1, word: "", suffix: "" };
   const TRADINGVIEW_URL = "https://www.tradingview.com/";
   const figureNumber = new Intl.NumberFormat("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const mainUnitNumber = new Intl.NumberFormat("en", { minimumFractionDigits: 4, maximumFractionDigits: 4 });
   const axisNumber = new Intl.NumberFormat("en", { maximumFractionDigits: 2 });
 
   // --- the numbers ----------------------------------------------------------------------------------------
 
-  /** The scale a chart's figures are shown in: the largest that keeps its biggest figure at 1 or more. */
+  /** The scale a chart's figures are shown in: the largest that keeps its biggest figure at 1 or more; for
+   * a price quoted in a sub-unit, that unit (pence: a hundredth of the pound the points are in). */
   function scaleOf(chart) {
+    const sub = chart.sub_unit;
+    if (sub) return { factor: 1 / sub.per_main, word: `${sub.name} (${sub.code}), ${chart.unit} in brackets`, suffix: sub.suffix, subUnit: sub };
     const largest = Math.max(0, ...chart.series.flatMap((series) => series.points.map(([, y]) => Math.abs(y))));
     return SCALES.find((scale) => largest >= scale.factor) || UNSCALED;
   }
 
-  /** E.g. "USD billions", "USD", "USD per share". */
+  /** E.g. "USD billions", "USD", "USD per share", "pence (GBp), GBP in brackets". */
   function unitLabel(chart, scale = scaleOf(chart)) {
-    return [chart.unit, scale.word].filter(Boolean).join(" ");
+    return scale.subUnit ? scale.word : [chart.unit, scale.word].filter(Boolean).join(" ");
   }
 
+  /** A figure in its scale; a price quoted in a sub-unit as "72.50p (£0.7250)", as the server writes it. */
   function formatFigure(value, scale) {
-    return value === null || value === undefined ? "—" : figureNumber.format(value / scale.factor);
+    if (value === null || value === undefined) return "—";
+    const sub = scale.subUnit;
+    if (!sub) return figureNumber.format(value / scale.factor);
+    const sign = value < 0 ? "-" : "";
+    const size = Math.abs(value);
+    return `${sign}${figureNumber.format(size * sub.per_main)}${sub.suffix} (${sign}${sub.main_symbol}${mainUnitNumber.format(size)})`;
   }
 
   const ISO_MOMENT = /^\d{4}-\d{2}-\d{2}/;
