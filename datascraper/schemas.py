@@ -496,8 +496,9 @@ class Chart(BaseModel):
     series: list[ChartSeries]
     sub_unit: SubUnit | None = Field(
         default=None,
+        exclude_if=lambda value: value is None,
         description="Set for prices of a listing quoted in a hundredth of `unit` (pence for GBP): the points are "
-        "in `unit`, and a reader is shown both.",
+        "in `unit`, and a reader is shown both. Left out otherwise, so a chart stored before it reads back as stored.",
     )
 
 
