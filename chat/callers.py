@@ -16,13 +16,16 @@ from __future__ import annotations
 import ipaddress
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware, get_token
+from django.utils import timezone
 
-from chat.services.api_keys import authenticate_api_key
+from chat.models import ApiKey
 
 csrf_log = logging.getLogger("django.security.csrf")  # where Django's own middleware logs its refusals
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -166,6 +169,27 @@ def start_session(request: HttpRequest, caller: Caller) -> Caller:
     return Caller(session_key=request.session.session_key, address=caller.address)
 
 
+# Recording every use would make each request a write; a few minutes of precision is enough.
+KEY_USE_RESOLUTION = timedelta(minutes=5)
+
+
+def _user_for_key(key: str) -> AbstractBaseUser | None:
+    """The active user a live key belongs to, noting when the key was last used."""
+    if not key.startswith(ApiKey.PREFIX) or len(key) > 200:
+        return None
+    api_key = (
+        ApiKey.objects.select_related("user")
+        .filter(digest=ApiKey.digest_of(key), revoked=False, user__is_active=True)
+        .first()
+    )
+    if api_key is None:
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > KEY_USE_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+    return api_key.user
+
+
 def resolve_caller_sync(request: HttpRequest) -> Caller:
     """The caller, on a database thread. A cookieless caller comes back owning nothing: see
     `wants_new_session`. Raises AuthenticationFailed (KeyRejected for a wrong key) or CsrfFailed."""
@@ -175,7 +199,7 @@ def resolve_caller_sync(request: HttpRequest) -> Caller:
         # Silently treating a mistyped scheme as an anonymous session would scatter the client's data.
         raise AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
     if token is not None:
-        user = authenticate_api_key(token)
+        user = _user_for_key(token)
         if user is None:
             raise KeyRejected("The API key is missing, revoked or unknown.")
         request.user = user

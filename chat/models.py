@@ -6,6 +6,7 @@ session. Messages and runs are owned through their conversation.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 from django.conf import settings
@@ -162,6 +163,8 @@ class RunEvent(models.Model):
 class ApiKey(models.Model):
     """A bearer key. Only a SHA-256 digest is stored: keys are random, so a slow hash buys nothing."""
 
+    PREFIX = "frk_"  # every key starts so: anything else is not one of ours, and costs no query
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=16, help_text="The first characters of the key, to recognise it.")
@@ -172,3 +175,7 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+    @staticmethod
+    def digest_of(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()

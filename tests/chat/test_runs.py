@@ -234,18 +234,18 @@ async def test_the_askers_time_zone_reaches_the_models(api, fake_openai):
 
 
 async def test_a_cancel_arriving_while_the_answer_is_stored_does_not_lose_the_final_event(api, fake_openai, monkeypatch):
-    from chat.services import runs
+    from chat.services import attempts
 
     storing, release = asyncio.Event(), threading.Event()
     loop = asyncio.get_running_loop()
-    finish_done = runs._finish_done
+    finish_done = attempts.finish_done
 
     def slow_finish(*args):  # runs on a database thread
         loop.call_soon_threadsafe(storing.set)
         release.wait(timeout=10)
         return finish_done(*args)
 
-    monkeypatch.setattr(runs, "_finish_done", slow_finish)
+    monkeypatch.setattr(attempts, "finish_done", slow_finish)
     accepted = await ask(api)
     await storing.wait()
 
