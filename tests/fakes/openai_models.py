@@ -148,7 +148,9 @@ def check_responses_request(body: dict[str, Any], catalogue: dict[str, FakeModel
     for tool in body.get("tools") or []:
         if str(tool.get("type", "")).startswith("web_search"):
             if not model.web_search:
-                raise Refused(400, f"Tool 'web_search' is not supported with {model.id}.", code="unsupported_value", param="tools")
+                raise Refused(
+                    400, f"Tool 'web_search' is not supported with {model.id}.", code="unsupported_value", param="tools"
+                )
             if effort == "minimal":
                 raise Refused(
                     400,
