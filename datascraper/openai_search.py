@@ -24,8 +24,15 @@ from openai import AsyncAPIResponse
 from pydantic import BaseModel
 
 from datascraper import prompts
-from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted, UpstreamError, UpstreamTimeout
-from datascraper.llm import breaker, get_openai_client, request_options, translate_error, usage_from_response
+from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted, UpstreamTimeout
+from datascraper.llm import (
+    breaker,
+    get_openai_client,
+    request_options,
+    stream_failure,
+    translate_error,
+    usage_from_response,
+)
 from datascraper.models_config import get_research_config
 from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageLedger
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
@@ -354,15 +361,16 @@ class WebSearchStream:
         if kind == "response.failed":
             response = _response_of(event)
             self._usage = usage_from_response(response.get("usage"), response.get("output"))
-            raise UpstreamError("The model provider failed while writing the answer.")
+            raise stream_failure(event, model=self.model)
         if kind == "response.incomplete":
             response = _response_of(event)
             self._usage = usage_from_response(response.get("usage"), response.get("output"))
             reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
             raise StreamInterrupted(f"The model stopped before finishing the answer (reason: {reason}).")
         if kind == "error" or event.get("error"):
-            # The SDK's stream raised for any event carrying an `error` object too.
-            raise StreamInterrupted("The model provider reported an error while writing the answer.")
+            # An account without credit gets HTTP 200 and then this, before `response.failed`: the code
+            # decides (the SDK's stream raised for any event carrying an `error` object too).
+            raise stream_failure(event, model=self.model)
         return ""
 
 

@@ -18,7 +18,7 @@ from datetime import date
 from typing import cast
 
 from datascraper import prompts
-from datascraper.errors import DeadlineExceeded, ResearchError
+from datascraper.errors import ACCOUNT_FAILURES, DeadlineExceeded, ResearchError
 from datascraper.filings.research import STATEMENT_LINES, FilingFinding, fetch_disclosures, fetch_reported_figures
 from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
@@ -58,7 +58,8 @@ async def execute_round(
     """Run `steps` concurrently; yield each `StepEvent` as it happens and each `Finding` as it is ready.
 
     A sub-question's failure, even an unexpected exception, is a `failed` finding: one broken sub-question
-    must not cost the run the others' findings.
+    must not cost the run the others' findings. A failure of the account itself (a rejected key, no credit)
+    is raised instead: every other call of the run would fail the same way.
     """
     queue: asyncio.Queue[StepEvent | asyncio.Task[Finding]] = asyncio.Queue()
     semaphore = asyncio.Semaphore(config.concurrency)
@@ -117,6 +118,8 @@ async def _answer_in_turn(
             code = DeadlineExceeded.code if cut_by_deadline else "sub_question_timeout"
             if attempt.route == "web_search" and not cut_by_deadline:
                 breaker.WEB_SEARCH.trip(config.breaker_cooldown_s)  # the search hung: later rounds skip it
+        except ACCOUNT_FAILURES:
+            raise
         except Exception:
             # A bug or a malformed upstream payload (CancelledError is not an Exception and goes through).
             logger.exception("Sub-question %s failed unexpectedly", step.id)
@@ -165,6 +168,8 @@ async def answer_sub_question(
     try:
         async for _ in search:
             pass
+    except ACCOUNT_FAILURES:
+        raise
     except ResearchError as exc:
         return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=attempt.fallback_reason)
     result = search.result

@@ -20,7 +20,7 @@ from datascraper.market_data.server import build_server
 from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
-from tests.fakes.openai_server import JsonReply, wants_structured_output
+from tests.fakes.openai_server import NO_CREDIT, JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
@@ -80,6 +80,18 @@ def test_a_retired_model_is_a_failure_naming_the_setting_to_change(provider, mar
     assert "fix: Set RESEARCH_MODEL to a current model" in output
     assert lines["web search"].startswith("✗") and "model_unavailable" in lines["web search"]
     assert lines["structured output"].startswith("✓")
+
+
+def test_an_account_without_credit_fails_both_model_calls_with_the_fix_to_add_credit(fake_openai, market_data, public_page):
+    fake_openai.set_default(NO_CREDIT)  # the planner's call: a 429; the web search's: 200, then the error inside
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    for name in ("structured output", "web search"):
+        assert lines[name].startswith("✗") and "provider_quota_exceeded" in lines[name], lines[name]
+    assert output.count("fix: Add credit to the key's account, or use another key.") == 2
 
 
 def test_a_retiring_model_is_a_warning_not_a_failure(provider, market_data, public_page, research_env):

@@ -14,6 +14,7 @@ import pytest
 from chat.models import Conversation, Message, ResearchRun
 from tests.datascraper.citations.test_run_verification import script_cited_answer
 from tests.fakes.openai_server import (
+    NO_CREDIT,
     ErrorReply,
     JsonReply,
     RecordedRequest,
@@ -280,6 +281,30 @@ async def test_a_retired_research_model_is_a_503_naming_the_model_and_its_settin
 
     assert raised.value.status_code == 503 and raised.value.code == "model_unavailable"
     assert "'gpt-5.2-chat-latest'" in raised.value.message and "RESEARCH_MODEL" in raised.value.message
+
+
+async def test_an_account_without_credit_is_a_503_saying_so_though_the_provider_streamed_a_200(sdk, fake_openai):
+    fake_openai.set_default(NO_CREDIT)  # the web search's stream: HTTP 200, then `error` insufficient_quota
+
+    with pytest.raises(openai.InternalServerError) as raised:
+        await sdk.chat.completions.create(model="finance-research", messages=QUESTION, extra_body={"mode": "quick"})
+
+    assert raised.value.status_code == 503 and raised.value.code == "provider_quota_exceeded"
+    assert "billing" in raised.value.message
+    assert [request.status for request in fake_openai.requests] == [200]
+
+
+async def test_an_account_without_credit_ends_a_streamed_completion_with_its_code(sdk, fake_openai):
+    fake_openai.set_default(NO_CREDIT)
+
+    stream = await sdk.chat.completions.create(
+        model="finance-research", messages=QUESTION, stream=True, extra_body={"mode": "quick"}
+    )
+    with pytest.raises(openai.APIError) as raised:
+        async for _ in stream:
+            pass
+
+    assert raised.value.code == "provider_quota_exceeded"
 
 
 async def test_upstream_failure_is_a_502_without_the_providers_message(sdk, fake_openai):

@@ -14,7 +14,10 @@ import pytest
 
 from datascraper import prompts
 from datascraper.errors import (
+    ModelUnavailable,
+    ProviderAuthFailed,
     ProviderNotConfigured,
+    ProviderQuotaExceeded,
     StreamInterrupted,
     UpstreamError,
     UpstreamRateLimited,
@@ -22,7 +25,17 @@ from datascraper.errors import (
 )
 from datascraper.openai_search import CitationRewriter, WebSearchStream, clean_url
 from datascraper.schemas import ChatTurn, ModelUsage, Source, UsageLedger
-from tests.fakes.openai_server import ErrorReply, Sentence, TextReply, Usage, render_cited_text
+from tests.fakes.openai_server import (
+    NO_CREDIT,
+    ErrorReply,
+    FindInPage,
+    OpenPage,
+    Search,
+    Sentence,
+    TextReply,
+    Usage,
+    render_cited_text,
+)
 
 REUTERS = ("https://www.reuters.com/markets/us/apple-results-2025", "Apple beats estimates | Reuters")
 FT = ("https://www.ft.com/content/apple?ref=home", "Apple services growth - FT")
@@ -187,6 +200,51 @@ async def test_consumer_stopping_early_closes_the_call_and_still_counts_it(fake_
     assert ledger.calls == 1 and not stream.result.complete
 
 
+# --- the real stream's shapes -----------------------------------------------------------------------------
+
+
+async def test_citations_resolve_when_searches_open_pages_and_reasoning_come_between_and_annotations_come_late(
+    fake_openai,
+):
+    actions = [Search("apple q4"), OpenPage(REUTERS[0]), FindInPage("services", FT[0]), Search("apple shares")]
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=7, annotation_lag=4, actions=actions))
+    stream = WebSearchStream("How did Apple do last quarter?", model="gpt-5-mini")
+
+    text = await collect(stream)
+
+    assert text == (
+        "Apple's revenue rose 6% to $94.9 billion in fiscal Q4 2025. [1] "
+        "Services revenue reached a record $27.4 billion. [2] [1] "
+        "Shares rose 2% after hours. [3]"
+    )
+    assert [(s.n, s.title, s.url) for s in stream.result.sources] == [
+        (1, REUTERS[1], REUTERS[0]),
+        (2, FT[1], FT[0]),
+        (3, CNBC[1], CNBC[0]),
+    ]
+    assert stream.result.usage.web_search_calls == 4
+
+
+async def test_several_links_and_their_annotations_in_one_long_delta_each_resolve(fake_openai):
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=200))
+
+    text = await collect(WebSearchStream("q"))
+
+    assert MARKER.findall(text) == ["1", "2", "1", "3"]
+
+
+async def test_a_source_whose_late_annotation_never_came_keeps_the_links_label(fake_openai):
+    raw, _ = render_cited_text(APPLE_SENTENCES)
+    cut = raw.index("Services")
+    fake_openai.script(TextReply(APPLE_SENTENCES, chunk_chars=cut, annotation_lag=2, interrupt="drop", after_deltas=1))
+    stream = WebSearchStream("q")
+
+    with pytest.raises(StreamInterrupted):
+        await collect(stream)
+
+    assert stream.result.sources == [Source(n=1, title="reuters.com", url=REUTERS[0], kind="web")]
+
+
 # --- failures ---------------------------------------------------------------------------------------------
 
 
@@ -267,18 +325,66 @@ async def test_stream_cut_inside_a_link_shows_the_held_text_before_failing(fake_
 
 
 @pytest.mark.parametrize(
-    ("interrupt", "error"),
-    [("failed", UpstreamError), ("incomplete", StreamInterrupted), ("error", StreamInterrupted)],
+    ("interrupt", "code", "error"),
+    [
+        ("incomplete", "", StreamInterrupted),
+        ("error", "server_error", UpstreamError),
+        ("failed", "server_error", UpstreamError),
+        ("error", "insufficient_quota", ProviderQuotaExceeded),
+        ("failed", "insufficient_quota", ProviderQuotaExceeded),
+        ("error", "rate_limit_exceeded", UpstreamRateLimited),
+        ("error", "invalid_api_key", ProviderAuthFailed),
+        ("error", "model_not_found", ModelUnavailable),
+    ],
 )
-async def test_failure_events_raise_named_errors_with_partial_text(fake_openai, interrupt, error):
-    fake_openai.script(TextReply(["Apple's revenue rose 6%."], chunk_chars=5, interrupt=interrupt, after_deltas=2))
+async def test_a_failure_inside_the_stream_raises_the_named_error_of_its_code_with_the_partial_text(
+    fake_openai, interrupt, code, error
+):
+    fake_openai.script(
+        TextReply(["Apple's revenue rose 6%."], chunk_chars=5, interrupt=interrupt, after_deltas=2, error_code=code)
+    )
     stream = WebSearchStream("q")
 
-    with pytest.raises(error):
+    with pytest.raises(error) as raised:
         await collect(stream)
 
     assert stream.result.text == "Apple's re"
     assert not stream.result.complete
+    if error is ModelUnavailable:
+        assert "'gpt-5.4'" in raised.value.message and "RESEARCH_MODEL" in raised.value.message
+
+
+async def test_an_account_without_credit_fails_inside_the_stream_once_and_leaves_the_breaker_closed(
+    fake_openai, research_env
+):
+    research_env(RESEARCH_MAX_RETRIES="2")
+    fake_openai.set_default(NO_CREDIT)  # HTTP 200, then `error` (insufficient_quota) and `response.failed`
+    ledger = UsageLedger()
+
+    with pytest.raises(ProviderQuotaExceeded) as raised:
+        await collect(WebSearchStream("q", ledger=ledger))
+
+    assert raised.value.code == "provider_quota_exceeded"
+    assert len(fake_openai.requests) == 1 and ledger.calls == 1
+    fake_openai.set_default(None)
+    assert (await collect(WebSearchStream("q"))).startswith("This is the fake"), "the next search is not refused"
+
+
+async def test_a_retired_research_model_is_refused_with_a_400_that_names_the_model_and_its_setting(
+    fake_openai, research_env
+):
+    research_env(RESEARCH_MODEL="gpt-5.2-chat-latest", RESEARCH_MAX_RETRIES="2")
+    fake_openai.today = date(2026, 11, 26)
+
+    with pytest.raises(ModelUnavailable) as raised:
+        await collect(WebSearchStream("q"))
+
+    assert fake_openai.requests[0].status == 400  # as the real Responses API answers it, streamed or not
+    assert raised.value.message == (
+        "The model 'gpt-5.2-chat-latest' is not available from the model provider (it may have been shut down): "
+        "set RESEARCH_MODEL to a current model."
+    )
+    assert len(fake_openai.requests) == 1
 
 
 async def test_an_event_that_is_not_json_raises_stream_interrupted_with_the_partial_text(monkeypatch):

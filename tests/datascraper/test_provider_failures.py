@@ -13,6 +13,7 @@ from datascraper.errors import ModelRefused, ModelUnavailable, ProviderAuthFaile
 from tests.datascraper.research_support import (
     answer_text,
     gaps,
+    is_gap_report,
     is_synthesis,
     requests_of,
     run,
@@ -26,7 +27,7 @@ from tests.datascraper.research_support import (
     summary_of,
     well_sourced,
 )
-from tests.fakes.openai_server import ErrorReply, RefusalReply, TextReply, Usage, has_web_search
+from tests.fakes.openai_server import NO_CREDIT, ErrorReply, RefusalReply, TextReply, Usage, has_web_search
 
 TODAY = date(2026, 11, 26)
 HANG_S = 30.0
@@ -42,13 +43,26 @@ async def test_a_retired_research_model_ends_the_run_naming_the_model_and_its_se
 
     assert isinstance(error, ModelUnavailable) and error.code == "model_unavailable"
     assert "'gpt-5.2-chat-latest'" in error.message and "RESEARCH_MODEL" in error.message
-    assert len(fake_openai.requests) == 1  # a 404 is not retried
+    # The Responses API answers a model it does not serve with a 400 `model_not_found` (once a 404 here):
+    # the code decides, and the 400 is not retried.
+    assert [request.status for request in fake_openai.requests] == [400]
+
+
+async def test_a_retired_planner_model_falls_back_to_one_web_search_and_the_signals_name_it(fake_openai, research_env):
+    research_env(RESEARCH_PLANNER_MODEL="gpt-5-mini", RESEARCH_SPECULATIVE_SEARCH="0")
+    fake_openai.today = date(2026, 12, 11)  # gpt-5-mini's announced shutdown
+
+    summary = summary_of(await run("Compare Apple and Microsoft's margins"))
+
+    assert summary.mode == "quick" and summary.answer
+    assert summary.signals["analysis_fallback"] == "model_unavailable"
+    assert [request.status for request in fake_openai.requests] == [400, 200]
 
 
 @pytest.mark.parametrize(
     ("failure", "error_type", "code"),
     [
-        (ErrorReply(429, type="insufficient_quota", code="insufficient_quota"), ProviderQuotaExceeded, "provider_quota_exceeded"),
+        (NO_CREDIT, ProviderQuotaExceeded, "provider_quota_exceeded"),
         (ErrorReply(401), ProviderAuthFailed, "provider_auth_failed"),
     ],
     ids=["no-credit", "rejected-key"],
@@ -63,6 +77,35 @@ async def test_an_account_failure_ends_the_run_after_one_request_without_a_fallb
 
     assert isinstance(error, error_type) and error.code == code
     assert len(fake_openai.requests) == 1, "neither retried nor answered by a fallback search"
+
+
+async def test_an_account_without_credit_ends_a_quick_answer_with_its_code_not_as_a_broken_stream(fake_openai):
+    fake_openai.set_default(NO_CREDIT)  # streamed: HTTP 200, then `error` (insufficient_quota) and `response.failed`
+
+    events, error = await run_until_error("How did Apple's last quarter go?", mode="quick")
+
+    assert isinstance(error, ProviderQuotaExceeded) and error.code == "provider_quota_exceeded"
+    assert "billing" in error.message
+    assert [request.status for request in fake_openai.requests] == [200]
+    assert answer_text(events) == ""
+
+
+@pytest.mark.parametrize("where", ["search", "synthesis"])
+async def test_credit_that_runs_out_inside_a_stream_ends_the_run_at_once_with_its_code(fake_openai, research_env, where):
+    research_env(RESEARCH_MAX_ITERATIONS="1")
+    script_analysis(fake_openai, sub("What did Apple say about services?"))
+    if where == "synthesis":
+        fake_openai.script(TextReply([well_sourced("Services grew.")]), when=has_web_search)
+        script_gaps(fake_openai, gaps(9, complete=True))
+    fake_openai.set_default(NO_CREDIT)  # every other call: in the stream when streamed, else a 429
+
+    _, error = await run_until_error("How is Apple's services business doing?", mode="research")
+
+    assert isinstance(error, ProviderQuotaExceeded) and error.code == "provider_quota_exceeded"
+    assert len(requests_of(fake_openai, has_web_search)) == 1, "no other search was tried"
+    # After a search without credit, no planner call either: it would fail the same way.
+    assert len(requests_of(fake_openai, is_gap_report)) == len(requests_of(fake_openai, is_synthesis))
+    assert [r.status for r in requests_of(fake_openai, is_synthesis)] == ([200] if where == "synthesis" else [])
 
 
 async def test_a_refused_answer_ends_as_a_refusal_not_as_an_empty_answer(fake_openai):

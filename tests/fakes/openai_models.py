@@ -5,7 +5,10 @@ real API refuses it.
 Facts: shutdown dates as the openai SDK's `types/shared/chat_model.py` announces them (openai 3.54) and
 OpenAI's deprecations page; reasoning efforts per family from the reasoning guide (gpt-5 takes `minimal`,
 gpt-5.1 and later refuse it and take `none`; gpt-5.2 and later add `xhigh`); web search refuses `minimal`.
-A model past its shutdown date is gone: absent from `GET /v1/models` and answered 404 `model_not_found`.
+A model past its shutdown date is gone: absent from `GET /v1/models`, a 404 `model_not_found` on
+`GET /v1/models/{id}`, and a 400 `model_not_found` on `POST /v1/responses` (as recorded from the real API;
+Chat Completions says 404 for the same model). A response names the model's dated snapshot, whatever alias
+was asked: the snapshots below were seen in recordings where marked, the others are the fake's own dates.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ class FakeModel:
     web_search: bool = True
     temperature: bool = False
     created: int = 1_700_000_000
+    snapshot_date: str = "2026-01-01"
+
+    @property
+    def snapshot(self) -> str:
+        """The dated id a response names, e.g. `gpt-5.4-mini-2026-03-17` for `gpt-5.4-mini`."""
+        return f"{self.id}-{self.snapshot_date}"
 
     def listing(self) -> dict[str, Any]:
         return {
@@ -51,18 +60,18 @@ CATALOGUE: dict[str, FakeModel] = {
     for m in (
         FakeModel("gpt-5.5", efforts=_GPT54),
         FakeModel("gpt-5.4", efforts=_GPT54),
-        FakeModel("gpt-5.4-mini", efforts=_GPT54_SMALL),
+        FakeModel("gpt-5.4-mini", efforts=_GPT54_SMALL, snapshot_date="2026-03-17"),  # recorded
         FakeModel("gpt-5.4-nano", shutdown=date(2027, 4, 1), efforts=_GPT54_SMALL),
-        FakeModel("gpt-5.1", shutdown=date(2027, 4, 1), efforts=_GPT51),
-        FakeModel("gpt-5", shutdown=date(2026, 12, 11), efforts=_GPT5),
-        FakeModel("gpt-5-mini", shutdown=date(2026, 12, 11), efforts=_GPT5),
-        FakeModel("gpt-5-nano", shutdown=date(2026, 12, 11), efforts=_GPT5),
+        FakeModel("gpt-5.1", shutdown=date(2027, 4, 1), efforts=_GPT51, snapshot_date="2025-11-13"),  # recorded
+        FakeModel("gpt-5", shutdown=date(2026, 12, 11), efforts=_GPT5, snapshot_date="2025-08-07"),  # recorded
+        FakeModel("gpt-5-mini", shutdown=date(2026, 12, 11), efforts=_GPT5, snapshot_date="2025-08-07"),  # recorded
+        FakeModel("gpt-5-nano", shutdown=date(2026, 12, 11), efforts=_GPT5, snapshot_date="2025-08-07"),  # recorded
         FakeModel("o3", shutdown=date(2026, 12, 11), efforts=_O),
         FakeModel("gpt-5.3-chat-latest", shutdown=date(2026, 8, 10)),
         FakeModel("gpt-5.2-chat-latest", shutdown=date(2026, 8, 10)),
         FakeModel("gpt-4.1", shutdown=date(2027, 1, 14), temperature=True),
         FakeModel("gpt-4.1-mini", shutdown=date(2027, 1, 14), temperature=True),
-        FakeModel("gpt-4o", shutdown=date(2027, 1, 14), temperature=True),
+        FakeModel("gpt-4o", shutdown=date(2027, 1, 14), temperature=True, snapshot_date="2024-08-06"),  # recorded
     )
 }
 
@@ -80,6 +89,7 @@ class Refused(Exception):
 
 
 def live_model(catalogue: dict[str, FakeModel], model_id: str, today: date) -> FakeModel:
+    """The model `GET /v1/models/{id}` describes: one shut down or unknown is a 404 there."""
     model = catalogue.get(model_id)
     if model is None or (model.shutdown is not None and model.shutdown <= today):
         raise Refused(
@@ -91,14 +101,25 @@ def live_model(catalogue: dict[str, FakeModel], model_id: str, today: date) -> F
     return model
 
 
+def served_model(catalogue: dict[str, FakeModel], model_id: str, today: date) -> FakeModel:
+    """The model `POST /v1/responses` answers with: one shut down or unknown is a 400 there, streamed or
+    not, with the recorded wording."""
+    try:
+        return live_model(catalogue, model_id, today)
+    except Refused:
+        raise Refused(
+            400, f"The requested model '{model_id}' does not exist.", code="model_not_found", param="model"
+        ) from None
+
+
 def check_responses_request(body: dict[str, Any], catalogue: dict[str, FakeModel], today: date) -> None:
-    """Raise `Refused` for what `POST /v1/responses` answers 400 or 404."""
+    """Raise `Refused` for what `POST /v1/responses` answers 400."""
     for name in body:
         if name not in RESPONSES_PARAMETERS:
             raise Refused(400, f"Unknown parameter: '{name}'.", code="unknown_parameter", param=name)
     if not isinstance(body.get("model"), str):
         raise Refused(400, "Missing required parameter: 'model'.", code="missing_required_parameter", param="model")
-    model = live_model(catalogue, body["model"], today)
+    model = served_model(catalogue, body["model"], today)
     effort = (body.get("reasoning") or {}).get("effort")
     if effort is not None:
         if not model.efforts:
@@ -127,7 +148,9 @@ def check_responses_request(body: dict[str, Any], catalogue: dict[str, FakeModel
     for tool in body.get("tools") or []:
         if str(tool.get("type", "")).startswith("web_search"):
             if not model.web_search:
-                raise Refused(400, f"Tool 'web_search' is not supported with {model.id}.", code="unsupported_value", param="tools")
+                raise Refused(
+                    400, f"Tool 'web_search' is not supported with {model.id}.", code="unsupported_value", param="tools"
+                )
             if effort == "minimal":
                 raise Refused(
                     400,

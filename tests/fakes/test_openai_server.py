@@ -17,10 +17,14 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import BaseModel
 
 from tests.fakes.openai_server import (
+    NO_CREDIT,
     ErrorReply,
     FakeOpenAIServer,
+    FindInPage,
     JsonReply,
+    OpenPage,
     RefusalReply,
+    Search,
     Sentence,
     TextReply,
     Usage,
@@ -43,6 +47,16 @@ EVENT_TYPES: dict[str, type[BaseModel]] = {
     typing.get_args(cls.model_fields["type"].annotation)[0]: cls
     for cls in typing.get_args(typing.get_args(ResponseStreamEvent)[0])
 }
+
+
+def validate_as_the_sdk_types_it(data: dict[str, Any]) -> None:
+    """Strict validation against the SDK's own event type, except where the real API, as recorded, sends
+    what that type does not describe: a `web_search_call` added without its `action`, and an `error` event
+    whose fields are nested under `error`. The SDK builds events without validating them, so it reads both."""
+    item = data.get("item") or {}
+    if data["type"] == "error" or (data["type"] == "response.output_item.added" and "action" not in item):
+        return
+    EVENT_TYPES[data["type"]].model_validate(data)
 
 
 def client_for(fake: FakeOpenAIServer, **options: Any) -> AsyncOpenAI:
@@ -73,7 +87,7 @@ async def test_stream_follows_the_real_event_order_and_every_event_validates_str
 
     for event, data in frames:
         assert event == data["type"]
-        EVENT_TYPES[data["type"]].model_validate(data)  # required fields present, types right
+        validate_as_the_sdk_types_it(data)  # required fields present, types right
     assert [data["sequence_number"] for _, data in frames] == list(range(len(frames)))
     kinds = [event for event, _ in frames]
     first_delta = kinds.index("response.output_text.delta")
@@ -86,6 +100,8 @@ async def test_stream_follows_the_real_event_order_and_every_event_validates_str
         "response.web_search_call.in_progress",
         "response.web_search_call.searching",
         "response.web_search_call.completed",
+        "response.output_item.done",
+        "response.output_item.added",  # reasoning again, before the message
         "response.output_item.done",
         "response.output_item.added",  # message
         "response.content_part.added",
@@ -229,16 +245,54 @@ async def test_broken_stream_drops_the_connection_after_the_scripted_deltas(fake
 
 
 @pytest.mark.parametrize(
-    ("interrupt", "last_type"),
-    [("failed", "response.failed"), ("incomplete", "response.incomplete"), ("error", "error")],
+    ("interrupt", "last_types"),
+    [
+        ("failed", ["response.failed"]),
+        ("incomplete", ["response.incomplete"]),
+        ("error", ["error", "response.failed"]),  # as the real API sends it
+    ],
 )
-async def test_failure_events_end_the_stream_and_validate_strictly(fake_openai, interrupt, last_type):
-    fake_openai.script(TextReply(interrupt=interrupt, after_deltas=2))
+async def test_failure_events_end_the_stream_after_the_scripted_deltas(fake_openai, interrupt, last_types):
+    fake_openai.script(TextReply(interrupt=interrupt, after_deltas=2, error_code="server_error"))
     frames = await raw_stream(fake_openai, {"model": "gpt-5.4-mini", "input": "q"})
 
-    assert frames[-1][0] == last_type
-    EVENT_TYPES[last_type].model_validate(frames[-1][1])
+    assert [event for event, _ in frames[-len(last_types) :]] == last_types
+    for _, data in frames[-len(last_types) :]:
+        validate_as_the_sdk_types_it(data)
     assert [event for event, _ in frames].count("response.output_text.delta") == 2
+    if interrupt != "incomplete":
+        failed = frames[-1][1]["response"]
+        assert failed["status"] == "failed" and failed["error"]["code"] == "server_error" and failed["usage"] is None
+
+
+async def test_an_account_without_credit_fails_inside_a_200_stream_and_with_a_429_when_not_streamed(fake_openai):
+    fake_openai.set_default(NO_CREDIT)
+
+    frames = await raw_stream(fake_openai, {"model": "gpt-5-nano", "input": "q"})
+    async with httpx2.AsyncClient(timeout=10, headers={"Authorization": "Bearer test-key"}) as http:
+        plain = await http.post(f"{fake_openai.base_url}/responses", json={"model": "gpt-5-nano", "input": "q"})
+
+    # The order and nesting recorded from the real API (stream_error_quota_gpt5nano).
+    assert [event for event, _ in frames] == ["response.created", "response.in_progress", "error", "response.failed"]
+    error = frames[2][1]
+    assert set(error) == {"type", "sequence_number", "error"}
+    assert error["error"]["code"] == error["error"]["type"] == "insufficient_quota"
+    assert error["error"]["message"].startswith("You exceeded your current quota")
+    failed = frames[3][1]["response"]
+    assert failed["error"]["code"] == "insufficient_quota" and failed["usage"] is None and failed["output"] == []
+    assert [r.status for r in fake_openai.requests] == [200, 429]
+    assert plain.json()["error"]["code"] == "insufficient_quota"
+
+
+async def test_the_sdks_own_stream_raises_the_in_stream_error_with_its_code(fake_openai):
+    fake_openai.set_default(NO_CREDIT)
+    stream = await client_for(fake_openai).responses.create(model="gpt-5.4", input="q", stream=True)
+
+    with pytest.raises(openai.APIError) as raised:
+        async for _ in stream:
+            pass
+
+    assert raised.value.code == "insufficient_quota"
 
 
 async def test_requests_are_recorded_without_the_key_and_with_their_timing(fake_openai):
@@ -280,11 +334,33 @@ async def test_scripted_json_that_breaks_the_request_schema_is_reported_by_the_f
 # --- as strict as the real API ------------------------------------------------------------------------------
 
 
-async def test_a_model_past_its_shutdown_answers_404_model_not_found_and_leaves_the_listing(fake_openai):
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_model_past_its_shutdown_answers_400_model_not_found_on_responses_as_the_real_api(fake_openai, stream):
+    fake_openai.today = datetime.date(2026, 11, 26)
+    async with httpx2.AsyncClient(timeout=10, headers={"Authorization": "Bearer test-key"}) as http:
+        reply = await http.post(
+            f"{fake_openai.base_url}/responses", json={"model": "gpt-5.2-chat-latest", "input": "q", "stream": stream}
+        )
+
+    # A plain, pretty-printed JSON 400 even for a streamed call (err_400_model_not_found_raw and _stream).
+    assert reply.status_code == 400 and reply.headers["content-type"] == "application/json"
+    assert reply.text == (
+        "{\n"
+        '  "error": {\n'
+        '    "message": "The requested model \'gpt-5.2-chat-latest\' does not exist.",\n'
+        '    "type": "invalid_request_error",\n'
+        '    "param": "model",\n'
+        '    "code": "model_not_found"\n'
+        "  }\n"
+        "}"
+    )
+
+
+async def test_a_model_past_its_shutdown_leaves_the_listing_and_is_a_404_on_its_own_page(fake_openai):
     fake_openai.today = datetime.date(2026, 11, 26)
     client = client_for(fake_openai, max_retries=0)
 
-    with pytest.raises(openai.NotFoundError) as raised:
+    with pytest.raises(openai.BadRequestError) as raised:
         await client.responses.create(model="gpt-5.2-chat-latest", input="q")
 
     assert raised.value.code == "model_not_found"
@@ -345,7 +421,82 @@ async def test_a_refusal_streams_as_refusal_events_and_a_refusal_part(fake_opena
     types = [event for event, _ in frames]
     assert "response.output_text.delta" not in types
     assert "".join(data["delta"] for event, data in frames if event == "response.refusal.delta") == "I can't help with that."
-    for event, data in frames:
-        EVENT_TYPES[event].model_validate(data)
+    for _, data in frames:
+        validate_as_the_sdk_types_it(data)
     final = Response.model_validate(frames[-1][1]["response"])
     assert final.output[-1].content[0].type == "refusal"
+
+
+# --- the real stream's shapes (LIBRARIES.md; compared with the recordings in test_openai_recordings.py) --------
+
+
+async def test_a_search_is_added_without_its_query_which_comes_with_the_item_done(fake_openai):
+    fake_openai.script(TextReply(actions=[Search("apple q4 revenue"), OpenPage("https://www.reuters.com/a"),
+                                          FindInPage("revenue", "https://www.reuters.com/a")]))
+
+    frames = await raw_stream(
+        fake_openai, {"model": "gpt-5-mini", "input": "q", "tools": [{"type": "web_search"}], "reasoning": {"effort": "low"}}
+    )
+
+    items = [(event, data["item"]) for event, data in frames if event.startswith("response.output_item")]
+    searches = [item for event, item in items if item["type"] == "web_search_call"]
+    assert [set(item) for item in searches[::2]] == [{"id", "type", "status"}] * 3  # added: no action yet
+    assert [item["action"] for item in searches[1::2]] == [
+        {"type": "search", "queries": ["apple q4 revenue"], "query": "apple q4 revenue"},
+        {"type": "open_page", "url": "https://www.reuters.com/a"},
+        {"type": "find_in_page", "pattern": "revenue", "url": "https://www.reuters.com/a"},
+    ]
+    # Reasoning items interleave with the searches, and one comes before the message.
+    added = [item["type"] for event, item in items if event == "response.output_item.added"]
+    assert added == ["reasoning", "web_search_call"] * 3 + ["reasoning", "message"]
+
+
+async def test_sources_are_listed_only_when_asked_and_an_api_source_has_no_url(fake_openai):
+    fake_openai.script(TextReply(actions=[Search("weather: Cupertino", api=["oai-weather"])]), times=2)
+    body = {"model": "gpt-5.4", "input": "q", "tools": [{"type": "web_search"}]}
+
+    plain = await raw_stream(fake_openai, body)
+    asked = await raw_stream(fake_openai, {**body, "include": ["web_search_call.action.sources"]})
+
+    def search_action(frames):
+        return next(d["item"]["action"] for e, d in frames if e == "response.output_item.done" and d["item"]["type"] == "web_search_call")
+
+    assert "sources" not in search_action(plain)
+    assert search_action(asked)["sources"] == [
+        {"type": "url", "url": "https://www.example.com/markets/overview"},
+        {"type": "url", "url": "https://www.example.org/data/placeholder"},
+        {"type": "api", "name": "oai-weather"},
+    ]
+
+
+async def test_every_text_delta_carries_an_obfuscation_string_and_the_response_names_the_dated_snapshot(fake_openai):
+    frames = await raw_stream(fake_openai, {"model": "gpt-5.4-mini", "input": "q"})
+
+    deltas = [data for event, data in frames if event == "response.output_text.delta"]
+    assert deltas and all(isinstance(d["obfuscation"], str) and d["obfuscation"] for d in deltas)
+    assert {data["response"]["model"] for event, data in frames if "response" in data} == {"gpt-5.4-mini-2026-03-17"}
+
+
+async def test_an_annotation_may_come_deltas_after_the_one_that_completes_its_link(fake_openai):
+    fake_openai.script(TextReply(CITED.sentences, chunk_chars=10, annotation_lag=3))
+
+    frames = await raw_stream(fake_openai, {"model": "gpt-5.4", "input": "q", "tools": [{"type": "web_search"}]})
+
+    text = ""
+    lags = []
+    for event, data in frames:
+        if event == "response.output_text.delta":
+            text += data["delta"]
+        elif event == "response.output_text.annotation.added":
+            completed_at = -(-data["annotation"]["end_index"] // 10)  # the delta that completed the link
+            lags.append(-(-len(text) // 10) - completed_at)
+    assert lags[:2] == [3, 3]  # the last ones come with the answer's last delta
+    assert len(lags) == 3
+
+
+async def test_an_incomplete_answer_not_streamed_is_a_200_with_status_incomplete(fake_openai):
+    fake_openai.script(TextReply(interrupt="incomplete"))
+
+    response = await client_for(fake_openai).responses.create(model="gpt-5.4", input="q")
+
+    assert response.status == "incomplete" and response.incomplete_details.reason == "max_output_tokens"

@@ -3,15 +3,19 @@ reference, the rubric and the answer only."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
+from datascraper.errors import ModelUnavailable
 from datascraper.evaluation.judge import Judge, judge_model
 from datascraper.evaluation.questions import RubricItem
 from datascraper.evaluation.results import CriterionGrade, JudgeVerdict
 from datascraper.evaluation.runner import evaluate_question
 from datascraper.models_config import ResearchConfig
+from datascraper.schemas import UsageLedger
 from tests.datascraper.evaluation.support import is_judge, question, router, summary
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, JsonReply
+from tests.fakes.openai_server import NO_CREDIT, ErrorReply, FakeOpenAIServer, JsonReply
 
 PARTIAL = JudgeVerdict(
     criteria=[
@@ -78,3 +82,29 @@ async def test_a_judge_answer_out_of_shape_is_a_judge_error_not_a_verdict(fake_o
     result = await evaluate_question(question(), judge=Judge(judge_model()), research=router(lambda _: summary()))
 
     assert result.verdict is None and result.judge_error == "invalid_model_output"
+
+
+async def test_a_retired_judge_model_is_model_unavailable_naming_eval_judge_model(
+    fake_openai: FakeOpenAIServer, research_env
+) -> None:
+    research_env(EVAL_JUDGE_MODEL="gpt-5.2-chat-latest")
+    fake_openai.today = date(2026, 11, 26)  # after its shutdown: the Responses API answers 400 model_not_found
+
+    result = await evaluate_question(question(), judge=Judge(judge_model()), research=router(lambda _: summary()))
+    with pytest.raises(ModelUnavailable) as raised:
+        await Judge(judge_model()).grade(question(), "An answer.", UsageLedger())
+
+    assert result.judge is None and result.judge_error == "model_unavailable"
+    assert "'gpt-5.2-chat-latest'" in raised.value.message and "EVAL_JUDGE_MODEL" in raised.value.message
+
+
+async def test_a_run_whose_account_has_no_credit_is_an_error_row_with_that_code(
+    fake_openai: FakeOpenAIServer, research_env
+) -> None:
+    research_env(RESEARCH_SPECULATIVE_SEARCH="0")
+    fake_openai.set_default(NO_CREDIT)  # the planner's call: a 429; a search's stream: 200, then the error
+
+    result = await evaluate_question(question(mode="quick"), judge=Judge(judge_model()))
+
+    assert result.status == "error" and result.error_code == "provider_quota_exceeded"
+    assert result.judge is None and [r.status for r in fake_openai.requests] == [200]
