@@ -128,7 +128,6 @@ def test_a_baseline_is_compared_in_the_report(fake_openai: FakeOpenAIServer, que
     fake_openai.script(JsonReply(verdict("wrong")), when=is_judge, times=2)
     evaluate(str(question_set), "--out", str(tmp_path / "before"))
     fake_openai.script(JsonReply(verdict("correct")), when=is_judge, times=None)
-    fake_openai.requests.clear()
 
     evaluate(str(question_set), "--out", str(tmp_path / "after"), "--baseline", str(tmp_path / "before" / "results.jsonl"))
 
