@@ -450,15 +450,15 @@ async def test_a_streaming_client_that_hangs_up_cancels_its_run(api, fake_openai
 
 
 async def test_a_client_that_leaves_while_its_question_is_stored_leaves_no_run_waiting(api, fake_openai, monkeypatch):
-    from chat import openai_compat
+    from chat.services import completions
 
-    store = openai_compat.start_completion
+    store = completions.start_completion
 
     def slow_store(*args, **kwargs):  # runs on a database thread, which finishes after the client left
         time.sleep(1.0)
         return store(*args, **kwargs)
 
-    monkeypatch.setattr(openai_compat, "start_completion", slow_store)
+    monkeypatch.setattr(completions, "start_completion", slow_store)
     body = {"model": "finance-research", "messages": QUESTION, "mode": "quick"}
 
     with pytest.raises(httpx2.ReadTimeout):
