@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx2
 
+from datascraper.cache import TTLCache
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.errors import (
     FilingError,
@@ -29,7 +30,6 @@ from datascraper.filings.errors import (
     FilingsUpstreamError,
 )
 from datascraper.filings.limiter import RequestLimiter
-from datascraper.market_data.cache import TTLCache
 
 logger = logging.getLogger(__name__)
 

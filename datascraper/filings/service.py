@@ -13,6 +13,7 @@ import re
 from datetime import date
 from typing import Any
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.companies import Company, archive_url, find_company, submissions
 from datascraper.filings.concepts import resolve_concept
@@ -48,7 +49,6 @@ from datascraper.filings.sections import (
     filing_documents,
     find_section,
 )
-from datascraper.market_data.cache import TTLCache
 
 MAX_FIGURES = 20
 MAX_FILINGS = 100

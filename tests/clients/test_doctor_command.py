@@ -12,13 +12,13 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import build_server
 from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
 from tests.fakes.openai_server import NO_CREDIT, JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article

@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import build_server
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.market_data.support import InMemoryMCP
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo

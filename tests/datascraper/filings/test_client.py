@@ -10,13 +10,13 @@ import uuid
 
 import pytest
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.companies import find_company
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.errors import FilingNotFound, FilingsRateLimited, FilingsTimeout, FilingsUpstreamError
 from datascraper.filings.limiter import RequestLimiter
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
 from tests.datascraper.filings.conftest import USER_AGENT, RecordedSleeps
 from tests.fakes.sec_server import FakeSecServer
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from datascraper import mcp_server
-from datascraper.market_data.cache import DjangoCacheStore, MemoryCacheStore, TTLCache
-from datascraper.market_data.server import build_server
+from datascraper.cache import DjangoCacheStore, MemoryCacheStore, TTLCache
 from datascraper.market_data.yahoo import QUOTE_TTL_S, YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.market_data.support import InMemoryMCP
 from tests.fakes.yfinance import FakeYahoo
 
