@@ -55,7 +55,7 @@ class SecClient:
     ) -> None:
         self.config = config
         self.cache = cache if cache is not None else TTLCache()
-        self.limiter = limiter or RequestLimiter(config.max_requests, config.limit_window_s, redis_url=config.redis_url)
+        self.limiter = limiter or RequestLimiter.from_config(config)
         self._transport = transport
         self._sleep = sleep
         # One connection pool per event loop: an httpx2 client must not be shared across loops.
