@@ -1,9 +1,9 @@
 """`python -m datascraper.mcp_server`: the market data MCP server (Yahoo Finance and SEC filings) over stdio,
 or over streamable HTTP on 127.0.0.1 with `--http --port N`.
 
-When DJANGO_SETTINGS_MODULE is set (the app starts the server with its own environment, secrets removed),
-Django is set up so the tools share the app's cache, Redis when REDIS_URL is set; otherwise the cache is
-in-process.
+When DJANGO_SETTINGS_MODULE and REDIS_URL are set (the app starts the server with its own environment,
+secrets removed), Django is set up so the tools share the app's cache in Redis; otherwise the cache is
+in-process and bounded in bytes (Django's in-process cache is bounded only in entries, and shares nothing).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def build_cache() -> TTLCache:
-    """The app's Django cache when Django is configured, else an in-process one."""
-    if os.environ.get("DJANGO_SETTINGS_MODULE"):
+    """The app's Django cache when Django is configured with Redis, else an in-process one."""
+    if os.environ.get("DJANGO_SETTINGS_MODULE") and os.environ.get("REDIS_URL", "").strip():
         import django
 
         # The app withholds DJANGO_SECRET_KEY, which production settings require; this server signs nothing.

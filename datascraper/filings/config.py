@@ -60,8 +60,13 @@ class FilingsConfig(BaseModel):
     submissions_ttl_s: float = 3600
     facts_ttl_s: float = 6 * 3600
     document_ttl_s: float = 30 * 24 * 3600
-    # A primary document bigger than this is refused rather than read (the largest 10-Ks are ~15 MB).
+    # A reply bigger than this is refused (`too_large`) as soon as its Content-Length or the bytes read so
+    # far pass it (the largest 10-Ks are ~15 MB). Decompressed bytes count, so a gzip bomb stops here too.
     max_document_bytes: int = Field(default=30_000_000, ge=1_000)
+    # Replies read and parsed at once per process (a 10-K's text costs a few times its size while parsed).
+    max_parallel_reads: int = Field(default=2, ge=1)
+    # Redirects followed per request, each within the SEC's hosts (SEC_DATA_URL, SEC_WWW_URL) only.
+    max_redirects: int = Field(default=3, ge=0)
 
     @field_validator("data_url", "www_url")
     @classmethod
