@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,8 +48,14 @@ QUESTION = SubQuestion(
 )
 
 
+BUDGETS = tempfile.TemporaryDirectory()
+
+
 def client_for(sec: FakeSecServer, user_agent: str) -> MarketDataClient:
-    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url)
+    # A request budget of its own for each new client, as for its empty cache: this measures our side, not
+    # the SEC's pacing.
+    budget = tempfile.mkdtemp(dir=BUDGETS.name)
+    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url, limiter_dir=budget)
     filings = FilingsService(SecClient(config, cache=TTLCache()))
     adapter = YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache())
     return MarketDataClient(build_server(adapter, filings), call_timeout_s=10)

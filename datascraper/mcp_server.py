@@ -8,9 +8,9 @@ carries no structured content, which clients may check against the output schema
 (prefixed, and for bad arguments a multi-line pydantic report) is replaced, so that clients and models see
 the same short form for every failure.
 
-When DJANGO_SETTINGS_MODULE is set (the app starts the server with its own environment, secrets removed),
-Django is set up so the tools share the app's cache, Redis when REDIS_URL is set; otherwise the cache is
-in-process.
+When DJANGO_SETTINGS_MODULE and REDIS_URL are set (the app starts the server with its own environment,
+secrets removed), Django is set up so the tools share the app's cache in Redis; otherwise the cache is
+in-process and bounded in bytes (Django's in-process cache is bounded only in entries, and shares nothing).
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def build_cache() -> TTLCache:
-    """The app's Django cache when Django is configured, else an in-process one."""
-    if os.environ.get("DJANGO_SETTINGS_MODULE"):
+    """The app's Django cache when Django is configured with Redis, else an in-process one."""
+    if os.environ.get("DJANGO_SETTINGS_MODULE") and os.environ.get("REDIS_URL", "").strip():
         import django
 
         django.setup()

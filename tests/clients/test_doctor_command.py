@@ -178,3 +178,29 @@ def test_the_sec_check_reads_a_filing_when_a_user_agent_is_set(provider, market_
     line = lines_by_name(output)["SEC filings"]
     assert status == 0
     assert line.startswith("✓ SEC filings") and "AAPL's latest filing: " in line
+
+
+def test_the_sec_check_says_the_machine_s_processes_share_the_budget_without_redis(
+    provider, market_data_with_sec, public_page, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("SEC_LIMITER_DIR", str(tmp_path))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+
+    output, _ = doctor("--page-url", public_page)
+
+    line = lines_by_name(output)["SEC filings"]
+    assert "SEC budget 10 requests per 2 s, shared through " in line
+    assert f"{tmp_path}/sec-requests-" in line and "by this machine's processes" in line
+    assert "REDIS_URL shares it across machines" in line
+
+
+def test_the_sec_check_says_every_process_shares_the_budget_through_redis(
+    provider, market_data_with_sec, public_page, monkeypatch
+):
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+    output, _ = doctor("--page-url", public_page)
+
+    assert (
+        "SEC budget 10 requests per 2 s, shared through Redis by every process" in lines_by_name(output)["SEC filings"]
+    )

@@ -4,6 +4,7 @@ service pointed at it, and the MCP server with the filing tools reached through 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -49,9 +50,16 @@ def sleeps() -> RecordedSleeps:
     return RecordedSleeps()
 
 
+def most_in_any_second(times: list[float]) -> int:
+    return max((sum(1 for other in times if start <= other < start + 1.0) for start in times), default=0)
+
+
 @pytest.fixture
-def sec_config(fake_sec: FakeSecServer) -> FilingsConfig:
-    return FilingsConfig(user_agent=USER_AGENT, data_url=fake_sec.data_url, www_url=fake_sec.www_url)
+def sec_config(fake_sec: FakeSecServer, tmp_path: Path) -> FilingsConfig:
+    # Each test its own request budget on this machine, as a fresh process of its own machine would have.
+    return FilingsConfig(
+        user_agent=USER_AGENT, data_url=fake_sec.data_url, www_url=fake_sec.www_url, limiter_dir=str(tmp_path)
+    )
 
 
 @pytest.fixture
