@@ -28,9 +28,11 @@ migrate: install
 
 # Development: DEBUG on (tracebacks, a built-in secret key); it is off unless asked for. Exported for the
 # migrate step too. Set DJANGO_DEBUG=0 (and the production settings) to try production locally.
+# --no-proxy-headers: the app reads X-Forwarded-* itself, from TRUSTED_PROXIES only; uvicorn's own reading
+# would believe them from 127.0.0.1 and ::1 (its --forwarded-allow-ips default), whatever TRUSTED_PROXIES says.
 run: export DJANGO_DEBUG ?= 1
 run: migrate
-	$(BIN)/python -m uvicorn config.asgi:application --host $(HOST) --port $(PORT)
+	$(BIN)/python -m uvicorn config.asgi:application --host $(HOST) --port $(PORT) --no-proxy-headers
 
 test: install-dev
 	$(BIN)/python -m pytest

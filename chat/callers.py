@@ -7,14 +7,17 @@ for it (a script reading in a loop must not fill the session table); its first w
 anonymous session, within the limit of new sessions per client address.
 
 The client address is the socket's peer, or, for a request from one of TRUSTED_PROXIES, the nearest
-address in X-Forwarded-For that is not a trusted proxy. Limits count IPv6 clients by /64, the block one
-household or one server is given: counting single IPv6 addresses would give one client 2^64 counters.
+address in X-Forwarded-For that is not a trusted proxy (`parse_address` reads both, ports and IPv4-mapped
+forms included; config.middleware trusts the forwarded headers by the same reading). Limits count IPv6
+clients by /64, the block one household or one server is given: counting single IPv6 addresses would give
+one client 2^64 counters.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
@@ -67,44 +70,75 @@ class Caller:
         return {"user_id": None, "session_key": self.session_key}
 
 
-def _parse_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+_PORT = re.compile(r":[0-9]{1,5}")
+
+
+def parse_address(value: str) -> Address | None:
+    """An address as a socket peer or an `X-Forwarded-For` hop writes it: `198.51.100.7`, `2001:db8::1`,
+    `fe80::1%eth0`, or with a port as some proxies append it (`198.51.100.7:5678`, `[2001:db8::1]:443`).
+    An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, how a dual-stack socket names an IPv4 peer) is the IPv4
+    address it carries, so that it matches IPv4 networks. None for anything else (`unknown`, a name)."""
+    text = value.strip()
+    if text.startswith("["):
+        text, bracket, port = text[1:].partition("]")
+        if not bracket or (port and not _PORT.fullmatch(port)):
+            return None
+    elif text.count(":") == 1:
+        text, port = text.split(":")
+        if not _PORT.fullmatch(f":{port}"):
+            return None
     try:
-        return ipaddress.ip_address(value.strip().split("%", 1)[0])
+        address = ipaddress.ip_address(text.split("%", 1)[0])
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+
+
+def _as_ipv4(network: Network) -> Network:
+    """An IPv4-mapped network (`::ffff:10.0.0.0/104`) as the IPv4 one it maps, as addresses are read."""
+    if isinstance(network, ipaddress.IPv6Network) and network.subnet_of(IPV4_MAPPED):
+        return ipaddress.IPv4Network((int(network.network_address) & 0xFFFF_FFFF, network.prefixlen - 96))
+    return network
 
 
 @lru_cache(maxsize=8)
-def _networks(trusted: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    return tuple(ipaddress.ip_network(network, strict=False) for network in trusted)
+def _networks(trusted: tuple[str, ...]) -> tuple[Network, ...]:
+    return tuple(_as_ipv4(ipaddress.ip_network(network, strict=False)) for network in trusted)
+
+
+def _is_trusted(address: Address) -> bool:
+    return any(address in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
 
 
 def is_trusted_proxy(address: str | None) -> bool:
     """Whether `address` is one of TRUSTED_PROXIES (empty: no proxy is trusted). config.middleware drops
     the forwarded headers of any other peer's request."""
-    peer = _parse_address(address or "")
-    if peer is None or not settings.TRUSTED_PROXIES:
-        return False
-    return any(peer in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
+    peer = parse_address(address or "")
+    return peer is not None and _is_trusted(peer)
 
 
 def client_address(request: HttpRequest) -> str:
     """The client's address as limits count it: an IPv4 address, or an IPv6 /64 (`2001:db8:1:2::/64`)."""
-    peer = request.META.get("REMOTE_ADDR") or ""
-    if is_trusted_proxy(peer):
+    address = parse_address(request.META.get("REMOTE_ADDR") or "")
+    if address is not None and _is_trusted(address):
         # Each proxy appends the address it heard from: read from the right, past our own proxies.
         for hop in reversed(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")):
-            if _parse_address(hop) is None:
+            forwarded = parse_address(hop)
+            if forwarded is None:
                 break
-            peer = hop.strip()
-            if not is_trusted_proxy(peer):
+            address = forwarded
+            if not _is_trusted(address):
                 break
-    address = _parse_address(peer)
     if address is None:
         return "unknown"
     if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network((address, 64), strict=False))
     return str(address)
 

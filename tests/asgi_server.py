@@ -31,6 +31,7 @@ class ThreadedAsgiServer:
             loop="asyncio",
             http="h11",
             ws="none",
+            proxy_headers=False,  # as `make run` serves the app: X-Forwarded-* are the app's to read
             timeout_graceful_shutdown=1,
         )
         self._server = uvicorn.Server(config)

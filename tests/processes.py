@@ -4,6 +4,7 @@ database and Redis, answering against the fake OpenAI server of the test process
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -49,6 +50,15 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], deadline_s: float
     pytest.fail(f"nothing listened on 127.0.0.1:{port}")
 
 
+def make_run_arguments(port: int) -> list[str]:
+    """What `make run` gives Python to serve the app (its recipe in the Makefile), on 127.0.0.1:`port`."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^run: migrate\n\t\$\(BIN\)/python (?P<arguments>.+)$", makefile, re.MULTILINE)
+    assert recipe is not None, "the Makefile has no `run` recipe serving the app"
+    variables = {"$(HOST)": "127.0.0.1", "$(PORT)": str(port)}
+    return [variables.get(word, word) for word in recipe["arguments"].split()]
+
+
 @dataclass
 class AppProcesses:
     """Starts processes with the test's environment (the fake OpenAI server's URL included) and stops
@@ -65,10 +75,9 @@ class AppProcesses:
         return process
 
     def web(self) -> tuple[subprocess.Popen, str]:
+        """A web process served as `make run` serves it."""
         port = free_port()
-        process = self._spawn(
-            ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--timeout-graceful-shutdown", "5"]
-        )
+        process = self._spawn([*make_run_arguments(port), "--timeout-graceful-shutdown", "5"])
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:
