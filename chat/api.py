@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from functools import partial
+from typing import TypeVar
 
+import pydantic
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -16,6 +19,7 @@ from chat import selectors
 from chat.callers import AuthenticationFailed, Caller, CsrfFailed
 from chat.db_calls import request_db_call
 from chat.models import Conversation, ResearchRun
+from chat.request_bodies import TooManyContainers, parse_body, too_large_message
 from chat.schemas import (
     Accepted,
     ConversationDetailOut,
@@ -133,9 +137,12 @@ def _csrf_failed(request: HttpRequest, exc: CsrfFailed) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    if exc.status_code == 400 and "parse" in str(exc).lower():
-        return error_response(request, 400, "malformed_json", "The request body is not valid JSON.")
     return error_response(request, exc.status_code, "http_error", str(exc))
+
+
+@api.exception_handler(TooManyContainers)
+def _too_many_containers(request: HttpRequest, exc: TooManyContainers) -> HttpResponse:
+    return error_response(request, 400, "invalid_request", str(exc))
 
 
 @api.exception_handler(AdmissionRefused)
@@ -147,7 +154,7 @@ def _refused(request: HttpRequest, exc: AdmissionRefused) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    return error_response(request, 413, "request_too_large", "The request body is too large.")
+    return error_response(request, 413, "request_too_large", too_large_message())
 
 
 @api.exception_handler(QueueUnavailable)
@@ -162,6 +169,34 @@ def _queue_unavailable(request: HttpRequest, exc: QueueUnavailable) -> HttpRespo
 def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception("unhandled API error on %s", request.path)
     return error_response(request, 500, "internal_error", "Something went wrong on our side.")
+
+
+# --- request bodies -------------------------------------------------------------------------------------
+
+Payload = TypeVar("Payload", bound=pydantic.BaseModel)
+
+
+async def read_payload(request: HttpRequest, model: type[Payload]) -> Payload:
+    """The body, validated as `model` off the event loop (chat.request_bodies), where ninja would parse
+    and validate it on the loop. Its 400s are ninja's own (`_validation_error`), a 413 past the limit."""
+    return await parse_body(request, partial(_validated, model))
+
+
+def _validated(model: type[Payload], body: bytes) -> Payload:
+    try:
+        return model.model_validate_json(body)
+    except pydantic.ValidationError as exc:
+        # Without their input, which may be most of the body (a large value of an unknown field).
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        if errors[0]["type"] == "json_invalid":
+            raise ApiError(400, "malformed_json", "The request body is not valid JSON.") from None
+        raise ValidationError([{**error, "loc": ("body", *error["loc"])} for error in errors]) from None
+
+
+def json_body(model: type[pydantic.BaseModel], *, required: bool = True) -> dict[str, object]:
+    """The body in the OpenAPI document, for the views that read it themselves (`read_payload`)."""
+    schema = {"application/json": {"schema": model.model_json_schema()}}
+    return {"requestBody": {"required": required, "content": schema}}
 
 
 def _not_found(kind: str) -> ApiError:
@@ -185,9 +220,15 @@ async def _run_or_404(caller: Caller, run_id: uuid.UUID) -> ResearchRun:
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
 
 
-@api.post("/conversations", response={201: ConversationOut, **ERRORS}, tags=["conversations"])
-async def create_conversation_view(request: HttpRequest, payload: ConversationIn | None = None):
-    conversation = await request_db_call(create_conversation, request.auth, title=payload.title if payload else "")
+@api.post(
+    "/conversations",
+    response={201: ConversationOut, **ERRORS},
+    tags=["conversations"],
+    openapi_extra=json_body(ConversationIn, required=False),
+)
+async def create_conversation_view(request: HttpRequest):
+    payload = await read_payload(request, ConversationIn) if request.body else ConversationIn()
+    conversation = await request_db_call(create_conversation, request.auth, title=payload.title)
     return Status(201, ConversationOut.model_validate(conversation, from_attributes=True))
 
 
@@ -215,8 +256,10 @@ async def get_conversation(request: HttpRequest, conversation_id: uuid.UUID):
     response={202: MessageAccepted, **ERRORS},
     tags=["conversations"],
     description="Store the question and start answering it. Watch `events_url` for the answer.",
+    openapi_extra=json_body(MessageIn),
 )
-async def post_message(request: HttpRequest, conversation_id: uuid.UUID, payload: MessageIn):
+async def post_message(request: HttpRequest, conversation_id: uuid.UUID):
+    payload = await read_payload(request, MessageIn)
     conversation = await _conversation_or_404(request.auth, conversation_id)
     await admit_question(request, request.auth)
     run = await request_db_call(

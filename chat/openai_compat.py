@@ -40,6 +40,7 @@ from chat.openai_schemas import (
     parse_request,
     split_conversation,
 )
+from chat.request_bodies import TooManyContainers, parse_body, too_large_message
 from chat.services.admission import AdmissionRefused, admit_caller_sync, admit_question
 from chat.services.completions import (
     AnswerDelta,
@@ -144,7 +145,9 @@ def _named_failure(exc: Exception) -> OpenAIError | None:
         message = "The question could not be queued; ask again."
         return OpenAIError(503, message, type="server_error", code="queue_unavailable")
     if isinstance(exc, RequestDataTooBig):
-        return OpenAIError(413, "The request body is too large.", code="request_too_large")
+        return OpenAIError(413, too_large_message(), code="request_too_large")
+    if isinstance(exc, TooManyContainers):
+        return OpenAIError(400, str(exc))
     return None
 
 
@@ -209,7 +212,7 @@ async def retrieve_model(request: HttpRequest, model: str) -> HttpResponse:
 @openai_errors
 async def chat_completions(request: HttpRequest) -> HttpResponse:
     caller = await authenticate(request)
-    body = parse_request(request.body)
+    body = await parse_body(request, parse_request)
     if body.model != MODEL_ID:
         raise unknown_model(body.model)
     history, question = split_conversation(body.messages)

@@ -124,6 +124,10 @@ if IS_POSTGRES:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The largest request body, in bytes: many times a question (8,000 characters) with its conversation, and
+# read no further (config/asgi.py); past it, a 413 naming the limit (chat/request_bodies.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
 REDIS_URL = os.environ.get("REDIS_URL", "").strip() or None
 if REDIS_URL:
     import redis as _redis
