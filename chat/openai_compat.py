@@ -37,6 +37,7 @@ from chat.openai_schemas import (
     InvalidRequest,
     Model,
     ModelList,
+    bound_history,
     parse_request,
     split_conversation,
 )
@@ -216,8 +217,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     if body.model != MODEL_ID:
         raise unknown_model(body.model)
     history, question = split_conversation(body.messages)
+    history, dropped = bound_history(history)
     await admit_question(request, caller)
-    run = await store_and_start(caller, history=history, question=question, mode=body.mode)
+    run = await store_and_start(caller, history=history, question=question, mode=body.mode, dropped=dropped)
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)

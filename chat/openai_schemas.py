@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, model_validator
 
-from chat.schemas import MAX_QUESTION_CHARS
+from chat.schemas import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES, MAX_QUESTION_CHARS
 from datascraper.schemas import ChatTurn, Mode, UsageLedger
 
 MODEL_ID = "finance-research"
@@ -246,6 +246,33 @@ def split_conversation(messages: list[ChatMessage]) -> tuple[list[ChatTurn], str
             )
         history.append(ChatTurn(role="user" if isinstance(message, UserMessage) else "assistant", content=text))
     return history, question
+
+
+class HistoryDrop(BaseModel):
+    """The earlier turns a run was not given, the oldest of the request's: how many, and their characters."""
+
+    turns: int
+    characters: int
+
+
+def bound_history(history: list[ChatTurn]) -> tuple[list[ChatTurn], HistoryDrop | None]:
+    """The most recent turns, as many as a page question takes with it (`MAX_HISTORY_MESSAGES`) within
+    `MAX_HISTORY_CHARS` characters in all, and what was dropped before them (None: nothing).
+
+    Every model call of the run reads the history: a client sending its whole transcript would otherwise
+    pay for it, and make us pay for it, at every step.
+    """
+    kept: list[ChatTurn] = []
+    characters = 0
+    for turn in reversed(history):
+        if len(kept) == MAX_HISTORY_MESSAGES or characters + len(turn.content) > MAX_HISTORY_CHARS:
+            break
+        kept.append(turn)
+        characters += len(turn.content)
+    dropped = history[: len(history) - len(kept)]
+    if not dropped:
+        return history, None
+    return kept[::-1], HistoryDrop(turns=len(dropped), characters=sum(len(turn.content) for turn in dropped))
 
 
 # --- response -------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.db.models import F, QuerySet
 
 from chat.callers import Caller
 from chat.models import Conversation, Message, ResearchRun
+from chat.schemas import MAX_HISTORY_MESSAGES
 
 
 def conversations_for(caller: Caller) -> QuerySet[Conversation]:
@@ -28,7 +29,7 @@ def run_for(caller: Caller, run_id: uuid.UUID) -> ResearchRun | None:
     return ResearchRun.objects.filter(pk=run_id, **caller.owner_filter("conversation__")).first()
 
 
-def history_before(message: Message, *, limit: int = 20) -> list[Message]:
+def history_before(message: Message, *, limit: int = MAX_HISTORY_MESSAGES) -> list[Message]:
     """The completed turns that precede `message` in its conversation, oldest first."""
     earlier = (
         Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at)

@@ -172,7 +172,7 @@ def _close(
         run.rounds = summary.rounds
         run.timings = summary.timings
         run.usage = summary.usage.model_dump(mode="json")
-        run.signals = summary.signals
+        run.signals = {**run.signals, **summary.signals}  # beside what was known at the start (/v1's history)
         run.facts = [fact.model_dump(mode="json") for fact in summary.facts]
         run.charts = [chart.payload() for chart in summary.charts]
         run.confidence = summary.confidence.model_dump(mode="json") if summary.confidence is not None else {}

@@ -21,6 +21,7 @@ from chat.callers import Caller
 from chat.db_calls import db_call, request_db_call
 from chat.events import KEEPALIVE, iter_run_events
 from chat.models import Message, ResearchRun
+from chat.openai_schemas import HistoryDrop
 from chat.services.conversations import create_conversation, post_user_message
 from chat.services.run_backends import start_run
 from chat.services.runs import cancel_run, reap_if_orphaned
@@ -57,26 +58,32 @@ quiet period; see `iter_run_events`), so a streaming response can show life befo
 
 
 @transaction.atomic
-def start_completion(caller: Caller, *, history: Sequence[ChatTurn], question: str, mode: Mode) -> ResearchRun:
+def start_completion(
+    caller: Caller, *, history: Sequence[ChatTurn], question: str, mode: Mode, dropped: HistoryDrop | None = None
+) -> ResearchRun:
     """Store the conversation the client sent and the run that answers its last question.
 
     The history is stored in order before the question, so the run reads it as context exactly as it
-    would for a conversation held on the chat page.
+    would for a conversation held on the chat page. Turns the request sent beyond what a run takes
+    (`bound_history`) are not stored: the run's signals say how many there were (`history_dropped`).
     """
     conversation = create_conversation(caller)
     for turn in history:
         Message.objects.create(conversation=conversation, role=turn.role, content=turn.content)
-    return post_user_message(conversation, content=question, mode=mode)
+    signals = {"history_dropped": dropped.model_dump()} if dropped is not None else {}
+    return post_user_message(conversation, content=question, mode=mode, signals=signals)
 
 
-async def store_and_start(caller: Caller, *, history: list[ChatTurn], question: str, mode: Mode) -> ResearchRun:
+async def store_and_start(
+    caller: Caller, *, history: list[ChatTurn], question: str, mode: Mode, dropped: HistoryDrop | None = None
+) -> ResearchRun:
     """Store the conversation and its run, then start the run.
 
     A client that hangs up meanwhile cancels this task, but the database thread still commits: the run
     it stored is then ended at once, instead of being left queued (or answered by a worker) for nobody.
     """
     storing = asyncio.ensure_future(
-        request_db_call(start_completion, caller, history=history, question=question, mode=mode)
+        request_db_call(start_completion, caller, history=history, question=question, mode=mode, dropped=dropped)
     )
     try:
         run = await asyncio.shield(storing)

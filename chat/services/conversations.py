@@ -21,14 +21,17 @@ def title_from_question(question: str) -> str:
 
 
 @transaction.atomic
-def post_user_message(conversation: Conversation, *, content: str, mode: str, timezone: str = "") -> ResearchRun:
-    """Store the question and the run that will answer it, together or not at all."""
+def post_user_message(
+    conversation: Conversation, *, content: str, mode: str, timezone: str = "", signals: dict | None = None
+) -> ResearchRun:
+    """Store the question and the run that will answer it, together or not at all. `signals`: what is
+    known of the run before it starts (kept beside the router's own when it ends)."""
     message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
     if not conversation.title:
         conversation.title = title_from_question(content)
     conversation.save(update_fields=["title", "updated_at"])
     run = ResearchRun.objects.create(
-        conversation=conversation, user_message=message, requested_mode=mode, timezone=timezone
+        conversation=conversation, user_message=message, requested_mode=mode, timezone=timezone, signals=signals or {}
     )
     enqueue_in_transaction(run.id)
     return run

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, ResearchRun
 from tests.clients.test_openai_compat import QUESTION, error_body, script_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,3 +88,45 @@ async def test_a_request_is_parsed_and_validated_off_the_event_loop(sdk, fake_op
     await sdk.chat.completions.create(model="finance-research", messages=QUESTION)
 
     assert parsed_on_a_loop == [False]
+
+
+# --- the history a run reads --------------------------------------------------------------------------
+
+
+async def test_the_oldest_turns_past_160000_characters_are_dropped_and_the_drop_is_in_the_signals(
+    sdk, api, fake_openai
+):
+    script_answer(fake_openai)
+
+    completion = await sdk.chat.completions.create(model="finance-research", messages=turns(8, 30_000))
+
+    inputs = model_inputs(fake_openai)
+    assert [n for n in range(8) if f"turn {n:02d} " in inputs] == [3, 4, 5, 6, 7]  # 150,000 characters
+    run = await ResearchRun.objects.aget()
+    assert completion.id == f"chatcmpl-{run.id.hex}" and run.status == "done"
+    assert run.signals["history_dropped"] == {"turns": 3, "characters": 90_000}
+    assert "model_calls" in run.signals  # the router's own signals beside it
+    stored = [m.content[:8] async for m in Message.objects.filter(role="user").order_by("created_at")]
+    assert stored == ["turn 04 ", "turn 06 ", QUESTION[0]["content"][:8]]
+    assert (await api.get(f"/api/runs/{run.id}")).json()["signals"]["history_dropped"]["turns"] == 3
+
+
+async def test_a_run_reads_the_20_most_recent_turns_as_a_page_question_does(sdk, fake_openai):
+    script_answer(fake_openai)
+
+    await sdk.chat.completions.create(model="finance-research", messages=turns(25, 100))
+
+    inputs = model_inputs(fake_openai)
+    assert [n for n in range(25) if f"turn {n:02d} " in inputs] == list(range(5, 25))
+    run = await ResearchRun.objects.aget()
+    assert run.signals["history_dropped"] == {"turns": 5, "characters": 500}
+
+
+async def test_a_history_within_the_bounds_is_read_whole_and_no_drop_is_recorded(sdk, fake_openai):
+    script_answer(fake_openai)
+
+    await sdk.chat.completions.create(model="finance-research", messages=turns(4, 8_000))
+
+    inputs = model_inputs(fake_openai)
+    assert all(f"turn {n:02d} " in inputs for n in range(4))
+    assert "history_dropped" not in (await ResearchRun.objects.aget()).signals
