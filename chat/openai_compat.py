@@ -219,7 +219,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     history, question = split_conversation(body.messages)
     history, dropped = bound_history(history)
     await admit_question(request, caller)
-    run = await store_and_start(caller, history=history, question=question, mode=body.mode, dropped=dropped)
+    signals = dropped.signals() if dropped is not None else {}
+    run = await store_and_start(caller, history=history, question=question, mode=body.mode, signals=signals)
     completion_id = f"chatcmpl-{run.id.hex}"
     created = int(time.time())
     pieces = follow_answer(run)

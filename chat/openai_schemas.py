@@ -12,7 +12,8 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, model_validator
 
-from chat.schemas import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES, MAX_QUESTION_CHARS
+from chat.schemas import MAX_QUESTION_CHARS
+from chat.selectors import MAX_HISTORY_MESSAGES
 from datascraper.schemas import ChatTurn, Mode, UsageLedger
 
 MODEL_ID = "finance-research"
@@ -20,6 +21,9 @@ MODEL_OWNER = "finance-research-chat"
 MODEL_CREATED = 1767225600  # 2026-01-01: a fixed date, so the model list is stable between calls
 MAX_MESSAGES = 200
 MAX_HISTORY_TURN_CHARS = 32_000
+# The most a run is given of the turns a request sends: as many as a page question takes with it (its
+# conversation's MAX_HISTORY_MESSAGES most recent messages), and no more characters than as many questions.
+MAX_HISTORY_CHARS = MAX_HISTORY_MESSAGES * MAX_QUESTION_CHARS
 
 
 class InvalidRequest(Exception):
@@ -253,6 +257,10 @@ class HistoryDrop(BaseModel):
 
     turns: int
     characters: int
+
+    def signals(self) -> dict[str, object]:
+        """As the run's signals record it."""
+        return {"history_dropped": self.model_dump()}
 
 
 def bound_history(history: list[ChatTurn]) -> tuple[list[ChatTurn], HistoryDrop | None]:

@@ -13,10 +13,6 @@ from datascraper.llm.lifecycle import ModelLifecycleReport
 from datascraper.schemas import Chart, CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
 
 MAX_QUESTION_CHARS = 8000
-# What a question takes with it as context: the conversation's 20 most recent messages (chat.selectors
-# history_before), and from `/v1`, whose client sends the turns, at most as many characters as 20 questions.
-MAX_HISTORY_MESSAGES = 20
-MAX_HISTORY_CHARS = MAX_HISTORY_MESSAGES * MAX_QUESTION_CHARS
 
 
 def known_timezone(name: str) -> str:

@@ -8,7 +8,9 @@ from django.db.models import F, QuerySet
 
 from chat.callers import Caller
 from chat.models import Conversation, Message, ResearchRun
-from chat.schemas import MAX_HISTORY_MESSAGES
+
+# What a question takes with it as context: its conversation's most recent messages, this many.
+MAX_HISTORY_MESSAGES = 20
 
 
 def conversations_for(caller: Caller) -> QuerySet[Conversation]:

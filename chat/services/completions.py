@@ -21,7 +21,6 @@ from chat.callers import Caller
 from chat.db_calls import db_call, request_db_call
 from chat.events import KEEPALIVE, iter_run_events
 from chat.models import Message, ResearchRun
-from chat.openai_schemas import HistoryDrop
 from chat.services.conversations import create_conversation, post_user_message
 from chat.services.run_backends import start_run
 from chat.services.runs import cancel_run, reap_if_orphaned
@@ -59,23 +58,22 @@ quiet period; see `iter_run_events`), so a streaming response can show life befo
 
 @transaction.atomic
 def start_completion(
-    caller: Caller, *, history: Sequence[ChatTurn], question: str, mode: Mode, dropped: HistoryDrop | None = None
+    caller: Caller, *, history: Sequence[ChatTurn], question: str, mode: Mode, signals: dict | None = None
 ) -> ResearchRun:
     """Store the conversation the client sent and the run that answers its last question.
 
     The history is stored in order before the question, so the run reads it as context exactly as it
-    would for a conversation held on the chat page. Turns the request sent beyond what a run takes
-    (`bound_history`) are not stored: the run's signals say how many there were (`history_dropped`).
+    would for a conversation held on the chat page. `signals`: what the run's signals say from the start
+    (how many turns the request sent beyond what a run takes, which are not stored: `bound_history`).
     """
     conversation = create_conversation(caller)
     for turn in history:
         Message.objects.create(conversation=conversation, role=turn.role, content=turn.content)
-    signals = {"history_dropped": dropped.model_dump()} if dropped is not None else {}
     return post_user_message(conversation, content=question, mode=mode, signals=signals)
 
 
 async def store_and_start(
-    caller: Caller, *, history: list[ChatTurn], question: str, mode: Mode, dropped: HistoryDrop | None = None
+    caller: Caller, *, history: list[ChatTurn], question: str, mode: Mode, signals: dict | None = None
 ) -> ResearchRun:
     """Store the conversation and its run, then start the run.
 
@@ -83,7 +81,7 @@ async def store_and_start(
     it stored is then ended at once, instead of being left queued (or answered by a worker) for nobody.
     """
     storing = asyncio.ensure_future(
-        request_db_call(start_completion, caller, history=history, question=question, mode=mode, dropped=dropped)
+        request_db_call(start_completion, caller, history=history, question=question, mode=mode, signals=signals)
     )
     try:
         run = await asyncio.shield(storing)
