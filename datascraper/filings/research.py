@@ -48,7 +48,7 @@ from datascraper.market_data.session import get_market_data_client
 from datascraper.schemas import FilingDataKind, MarketDataKind, Source
 
 if TYPE_CHECKING:  # research_engine imports this module
-    from datascraper.research_engine.fiscal_calendar import FiscalAsk
+    from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk
 
 # The lines of a statement asked of XBRL, as the filing tools name them (`filings/concepts.py`).
 STATEMENT_LINES: dict[MarketDataKind, tuple[str, ...]] = {

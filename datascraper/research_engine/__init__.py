@@ -2,9 +2,10 @@
 
 Modules, one concept each: `pipeline` (the router: which path a question takes), `bypass` (the quick
 path: one web search, or a quote answered locally), `executor` (routing and running sub-questions),
-`gap_detector` (judging findings; the stop rules), `confidence` (the evidence confidence, weak areas and
-their follow-ups), `source_types` (who publishes a source, and when), `trace` (the research trace and
-its summary), `synthesizer` (one source list, the cited answer), `state` (the run's typed state).
+`periods` (what a sub-question asks of market data), `gap_detector` (judging findings; the stop rules),
+`confidence` (the evidence confidence, weak areas and their follow-ups), `source_types` (who publishes a
+source, and when), `trace` (the research trace and its summary), `synthesizer` (one source list, the
+cited answer), `state` (the run's typed state).
 """
 
 from datascraper.research_engine.pipeline import run_research

@@ -25,8 +25,8 @@ from datascraper.market_data.schemas import Quote
 from datascraper.openai_search import WebSearchStream
 from datascraper.quality_logger import SpeculationOutcome
 from datascraper.query_analyzer import FastPathMatch
-from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.confidence import annotate_sources
+from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.source_types import SourceClassifier
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent

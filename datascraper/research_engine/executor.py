@@ -24,8 +24,8 @@ from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
-from datascraper.research_engine.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
-from datascraper.research_engine.periods import fiscal_ask, market_data_request
+from datascraper.research_engine.periods.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
+from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
 from datascraper.schemas import (
     FilingDataKind,

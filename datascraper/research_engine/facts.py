@@ -46,7 +46,7 @@ from datascraper.market_data.schemas import (
     humanize,
 )
 from datascraper.research_engine.charts import lines_asked
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar
+from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar
 from datascraper.schemas import Fact, FactInput, FactKind, FactSource
 
 logger = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from datascraper.filings.research import FilingFinding, disclosure_data
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
-from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalCalendar
-from datascraper.research_engine.periods import fiscal_ask, market_data_request
+from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar
+from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
 from datascraper.schemas import (
     ChartEvent,
     DataKind,

@@ -33,9 +33,9 @@ from datascraper.filings.schemas import (
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult, fmt
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream, clean_url
-from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
 from datascraper.research_engine.facts import compute_facts, shown
+from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import (
     ChatTurn,

@@ -25,7 +25,7 @@ from chat import views
 from chat.models import ResearchRun
 from chat.services import leases, runs
 from datascraper.research_engine.charts import charts_for
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar
+from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar
 from datascraper.research_engine.state import Finding
 from datascraper.research_engine.trace import checked_confidence
 from datascraper.schemas import (

@@ -17,7 +17,7 @@ from datascraper.market_data.schemas import (
     PriceHistory,
     StatementFrequency,
 )
-from datascraper.research_engine.fiscal_calendar import PERIOD_END_SLACK, FiscalCalendar
+from datascraper.research_engine.periods.fiscal_calendar import PERIOD_END_SLACK, FiscalCalendar
 
 
 def as_of_moment(result: MarketDataResult) -> datetime:
