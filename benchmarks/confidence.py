@@ -5,7 +5,7 @@ sub-questions (two answered from market data, three by web searches citing six o
 sources in all, news, filings, investor relations and a blog among them, some dated in their address),
 two gaps and two contradictions. Timed: validating the contradictions, the evidence profile
 (`confidence.assess`: classifying and dating the sources, the five components, the weak areas), the
-targeted follow-ups and the trace entry, as `pipeline.research_in_rounds` runs them.
+targeted follow-ups and the trace entry, as `rounds.research_in_rounds` runs them.
 
 Figures (median and p95 of `--runs` rounds, in ms):
 - first round, cold: every source new (not yet classified or dated), the domain cache empty;

@@ -263,7 +263,7 @@ class RunState:
     gap_detector_fallback: str | None = None
     answer: str = ""
     answer_note: str = ""  # shown under the answer: untraced market-data numbers, a low-confidence warning
-    # Judged once the answer is final (`pipeline.judge_answer`), for the note under it and the summary.
+    # Judged once the answer is final (`summary.judge_answer`), for the note under it and the summary.
     numbers: NumberCheck = field(default_factory=NumberCheck)  # its numbers cited to market data, checked
     confidence: RunConfidence | None = None  # the rounds' evidence summed up; None without rounds
     sources: list[Source] = field(default_factory=list)
@@ -290,10 +290,6 @@ class RunState:
     def token_budget_spent(self) -> bool:
         budget = self.config.max_tokens_per_run
         return budget is not None and self.tokens_used >= budget
-
-    def planner_timeout_s(self) -> float:
-        """The time a planner call gets: its own bound, cut short by the research deadline."""
-        return min(self.config.planner_timeout_s, self.deadline.research_remaining())
 
 
 def today_in(timezone: str | None) -> date:
