@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import date
 from enum import Enum
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 import openai
@@ -35,6 +34,7 @@ from datascraper.llm import (
 )
 from datascraper.models_config import get_research_config
 from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageLedger
+from datascraper.sources import clean_url
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 WEB_SEARCH_TOOL: dict[str, str] = {"type": "web_search"}
@@ -51,16 +51,6 @@ class WebSearchResult(BaseModel):
 
 
 # --- citations ------------------------------------------------------------------------------------------
-
-
-def clean_url(url: str) -> str:
-    """The URL without tracking parameters (`utm_source=openai` and kin): one page, one source."""
-    parts = urlsplit(url)
-    params = parse_qsl(parts.query, keep_blank_values=True)
-    kept = [(key, value) for key, value in params if not key.lower().startswith("utm_")]
-    if len(kept) == len(params):
-        return url
-    return urlunsplit(parts._replace(query=urlencode(kept)))
 
 
 class _Scan(Enum):

@@ -8,12 +8,12 @@ inf never reach JSON.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from datascraper.formatting import fmt, fmt_pct, humanize
 from datascraper.schemas import HistoryInterval as HistoryInterval
 from datascraper.schemas import MarketDataKind, SubUnit
 from datascraper.schemas import StatementFrequency as StatementFrequency
@@ -588,28 +588,6 @@ def in_sub_unit(payload: dict[str, Any]) -> dict[str, Any] | None:
         return value * per_main if number and key in _PRICE_FIELDS else value
 
     return {**scaled(payload), "currency": unit.get("code")}
-
-
-def fmt(value: float | int | None) -> str:
-    """A number as a reader expects it: 391.04B, 196.45, 1.0853."""
-    if value is None:
-        return "n/a"
-    magnitude = abs(value)
-    for threshold, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-        if magnitude >= threshold:
-            return f"{value / threshold:.2f}{suffix}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.2f}" if magnitude >= 10 else f"{value:.4f}"
-
-
-def fmt_pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.2f}%"
-
-
-def humanize(name: str) -> str:
-    """`TotalRevenue` -> `Total Revenue`; acronyms such as EBITDA stay whole."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
 
 
 def _fmt_time(moment: datetime) -> str:

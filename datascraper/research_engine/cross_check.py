@@ -15,8 +15,9 @@ from datetime import date
 
 from datascraper.filings.concepts import YAHOO_LINES, as_filed
 from datascraper.filings.research import figure_source, figure_sources
-from datascraper.filings.schemas import ReportedFigure, plain_number
-from datascraper.market_data.schemas import FinancialStatement, humanize
+from datascraper.filings.schemas import ReportedFigure
+from datascraper.formatting import humanize, plain_number
+from datascraper.market_data.schemas import FinancialStatement
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import Contradiction, DerivedInput, Fact, FactSource
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import combinations
 
+from datascraper.formatting import fmt, humanize
 from datascraper.market_data.schemas import (
     PREVIOUS_PERIOD_DAYS,
     YEAR_EARLIER_DAYS,
@@ -42,8 +43,6 @@ from datascraper.market_data.schemas import (
     MarketDataFinding,
     PriceHistory,
     ToolResult,
-    fmt,
-    humanize,
 )
 from datascraper.research_engine.charts import lines_asked
 from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar

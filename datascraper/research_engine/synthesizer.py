@@ -28,11 +28,11 @@ from datascraper.filings.schemas import (
     InsiderTransactions,
     ReportedFigure,
     ReportedFigures,
-    plain_number,
 )
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult, fmt
+from datascraper.formatting import fmt, plain_number
+from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult
 from datascraper.models_config import ResearchConfig
-from datascraper.openai_search import WebSearchStream, clean_url
+from datascraper.openai_search import WebSearchStream
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
 from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.periods.as_of import as_of_text
@@ -47,6 +47,7 @@ from datascraper.schemas import (
     UsageLedger,
     is_filing_data,
 )
+from datascraper.sources import clean_url
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.

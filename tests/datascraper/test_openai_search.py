@@ -23,8 +23,9 @@ from datascraper.errors import (
     UpstreamRateLimited,
     UpstreamTimeout,
 )
-from datascraper.openai_search import CitationRewriter, WebSearchStream, clean_url
+from datascraper.openai_search import CitationRewriter, WebSearchStream
 from datascraper.schemas import ChatTurn, ModelUsage, Source, UsageLedger
+from datascraper.sources import clean_url
 from tests.fakes.openai_server import (
     NO_CREDIT,
     ErrorReply,
