@@ -21,14 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from datascraper.cache import TTLCache  # noqa: E402
 from datascraper.filings.client import SecClient  # noqa: E402
 from datascraper.filings.config import FilingsConfig  # noqa: E402
 from datascraper.filings.service import FilingsService  # noqa: E402
 from datascraper.llm import reset_openai_client  # noqa: E402
-from datascraper.market_data.cache import TTLCache  # noqa: E402
-from datascraper.market_data.server import build_server  # noqa: E402
 from datascraper.market_data.session import MarketDataClient, set_market_data_client  # noqa: E402
 from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
+from datascraper.mcp_server import build_server  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 from tests.fakes.sec_server import FakeSecServer  # noqa: E402

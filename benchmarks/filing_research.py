@@ -16,19 +16,20 @@ import argparse
 import asyncio
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from datascraper.cache import TTLCache  # noqa: E402
 from datascraper.filings.client import SecClient  # noqa: E402
 from datascraper.filings.config import FilingsConfig  # noqa: E402
 from datascraper.filings.service import FilingsService  # noqa: E402
-from datascraper.market_data.cache import TTLCache  # noqa: E402
-from datascraper.market_data.server import build_server  # noqa: E402
 from datascraper.market_data.session import MarketDataClient, set_market_data_client  # noqa: E402
 from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
+from datascraper.mcp_server import build_server  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
 from datascraper.research_engine.executor import SubQuestionAttempt, answer_sub_question  # noqa: E402
 from datascraper.research_engine.state import plan_steps  # noqa: E402
@@ -47,8 +48,14 @@ QUESTION = SubQuestion(
 )
 
 
+BUDGETS = tempfile.TemporaryDirectory()
+
+
 def client_for(sec: FakeSecServer, user_agent: str) -> MarketDataClient:
-    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url)
+    # A request budget of its own for each new client, as for its empty cache: this measures our side, not
+    # the SEC's pacing.
+    budget = tempfile.mkdtemp(dir=BUDGETS.name)
+    config = FilingsConfig(user_agent=user_agent, data_url=sec.data_url, www_url=sec.www_url, limiter_dir=budget)
     filings = FilingsService(SecClient(config, cache=TTLCache()))
     adapter = YahooFinanceAdapter(FakeYahoo().ticker, cache=TTLCache())
     return MarketDataClient(build_server(adapter, filings), call_timeout_s=10)

@@ -8,8 +8,8 @@ Figures:
   ~2 MB document made by repeating the fixture's body (real 10-K primary documents run 1-10 MB);
 - a warm section call (the document's text comes from the cache; only the heading search runs).
 
-The fake's own rate limit is lifted: this measures our side, not the SEC's throttling (the limiter allows
-ten requests at once, so a cold call never waits for it here).
+The fake's own rate limit is lifted and each new client gets a request budget of its own (a fresh
+`limiter_dir`): this measures our side, not the SEC's pacing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import asyncio
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +34,17 @@ from tests.fakes.sec_server import FIXTURES, FakeSecServer  # noqa: E402
 
 TEN_K = FIXTURES / "Archives/edgar/data/320193/000032019324000123/aapl-20240928.htm"
 FACTS_PATH = "/data.sec.gov/api/xbrl/companyfacts/CIK0000320193.json"
+BUDGETS = tempfile.TemporaryDirectory()
+
+
+def fresh_config(fake: FakeSecServer) -> FilingsConfig:
+    """A client's settings, with a request budget of its own, as on a machine of its own."""
+    return FilingsConfig(
+        user_agent="Benchmark ops@example.com",
+        data_url=fake.data_url,
+        www_url=fake.www_url,
+        limiter_dir=tempfile.mkdtemp(dir=BUDGETS.name),
+    )
 
 
 def real_size_facts() -> bytes:
@@ -65,9 +77,8 @@ def ms(seconds: list[float]) -> str:
 async def facts_timings(fake: FakeSecServer, samples: int) -> tuple[list[float], list[float]]:
     cold: list[float] = []
     warm: list[float] = []
-    config = FilingsConfig(user_agent="Benchmark ops@example.com", data_url=fake.data_url, www_url=fake.www_url)
     for _ in range(samples):
-        client = SecClient(config)  # a new client: an empty cache and limiter
+        client = SecClient(fresh_config(fake))  # a new client: an empty cache and budget
         service = FilingsService(client)
         started = time.perf_counter()
         await service.reported_figures("AAPL", "revenue", frequency="quarterly")
@@ -89,8 +100,7 @@ def extraction_timings(html: bytes, samples: int) -> list[float]:
 
 
 async def warm_section_timings(fake: FakeSecServer, samples: int) -> list[float]:
-    config = FilingsConfig(user_agent="Benchmark ops@example.com", data_url=fake.data_url, www_url=fake.www_url)
-    client = SecClient(config)
+    client = SecClient(fresh_config(fake))
     service = FilingsService(client)
     await service.filing_section("AAPL", "risk_factors")
     timings = []

@@ -22,6 +22,8 @@ from pydantic import BaseModel
 
 from datascraper.citations.fetcher import PageFetcher, PageUnreachable, any_address, is_public
 from datascraper.errors import ResearchError
+from datascraper.filings.config import FilingsConfig
+from datascraper.filings.limiter import budget_sharing
 from datascraper.llm import parse_structured
 from datascraper.llm.lifecycle import ModelLifecycleReport, check_models
 from datascraper.market_data.errors import MarketDataError
@@ -188,15 +190,20 @@ class Doctor:
         return CheckResult("", "ok", f"{PROBE_SYMBOL} quarterly income statement, {len(outcome['periods'])} periods")
 
     async def check_sec(self) -> CheckResult:
+        # How this environment's processes share the SEC's budget (the market data server gets the same one).
+        sharing = budget_sharing(FilingsConfig.from_env())
         outcome = await self._tool("get_filings", {"ticker": PROBE_SYMBOL, "limit": 1}, fix=SEC_FIX)
         if isinstance(outcome, CheckResult):
             if outcome.detail.startswith(f"get_filings({PROBE_SYMBOL}): not_configured"):
                 return CheckResult("", "skip", "SEC_USER_AGENT not set: the filing tools answer not_configured")
+            outcome.detail = f"{outcome.detail}; {sharing}"
             return outcome
         newest = outcome["filings"][0] if outcome["filings"] else None
         if newest is None:
-            return CheckResult("", "warn", f"the SEC lists no filings of {PROBE_SYMBOL}", fix=SEC_FIX)
-        return CheckResult("", "ok", f"{PROBE_SYMBOL}'s latest filing: {newest['form']} filed {newest['filed']}")
+            return CheckResult("", "warn", f"the SEC lists no filings of {PROBE_SYMBOL}; {sharing}", fix=SEC_FIX)
+        return CheckResult(
+            "", "ok", f"{PROBE_SYMBOL}'s latest filing: {newest['form']} filed {newest['filed']}; {sharing}"
+        )
 
     async def _tool(self, tool: str, arguments: dict[str, Any], *, fix: str) -> dict[str, Any] | CheckResult:
         """The tool's structured result, or the failed check saying why (the tool's own `code: sentence`)."""

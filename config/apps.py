@@ -6,6 +6,7 @@ INSTALLED_APPS, rather than through an app above it reaching back up the layers 
 """
 
 from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig as DjangoAdminConfig
 
 
 class ProjectConfig(AppConfig):
@@ -16,3 +17,9 @@ class ProjectConfig(AppConfig):
     def ready(self) -> None:
         # `check_security_middleware` (deploy): Django's security checks, run again for our middleware.
         from config import middleware  # noqa: F401
+
+
+class AdminConfig(DjangoAdminConfig):
+    """Django's admin, served by a site whose login is limited per client address and per username."""
+
+    default_site = "chat.admin_site.LimitedLoginAdminSite"

@@ -43,7 +43,7 @@ if not SECRET_KEY and DEBUG:
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "config.apps.AdminConfig",  # Django's admin, its login limited (chat/admin_site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -223,6 +223,10 @@ CHAT_ADDRESS_RATE_LIMIT = env_rate("CHAT_ADDRESS_RATE_LIMIT", "60/m")  # questio
 CHAT_ADDRESS_SESSION_RATE_LIMIT = env_rate("CHAT_ADDRESS_SESSION_RATE_LIMIT", "30/h")  # new anonymous sessions
 CHAT_AUTH_FAILURE_RATE_LIMIT = env_rate("CHAT_AUTH_FAILURE_RATE_LIMIT", "10/m")  # failed API key attempts
 CHAT_MAX_STREAMS_PER_ADDRESS = env_count("CHAT_MAX_STREAMS_PER_ADDRESS", 40)
+# The admin's login: wrong passwords per client address, and per username from every address together (a
+# guesser with many addresses). Past either, that address or username gets 429 without its password checked.
+ADMIN_LOGIN_ADDRESS_RATE_LIMIT = env_rate("ADMIN_LOGIN_ADDRESS_RATE_LIMIT", "10/15m")
+ADMIN_LOGIN_USERNAME_RATE_LIMIT = env_rate("ADMIN_LOGIN_USERNAME_RATE_LIMIT", "5/15m")
 
 
 def env_networks(name: str) -> list[str]:

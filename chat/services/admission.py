@@ -14,7 +14,10 @@ and nothing stored:
   (`CHAT_ADDRESS_SESSION_RATE_LIMIT`) and of wrong API keys (`CHAT_AUTH_FAILURE_RATE_LIMIT`: past it, no
   key from that address is even checked until the window ends), and a cap on open event streams
   (`CHAT_MAX_STREAMS_PER_ADDRESS`). A caller with no session yet (a cookieless reader) is counted by
-  address for the API rate too.
+  address for the API rate too;
+- the admin's login (chat.admin_site): wrong passwords per address (`ADMIN_LOGIN_ADDRESS_RATE_LIMIT`) and
+  per username (`ADMIN_LOGIN_USERNAME_RATE_LIMIT`, from any address): past either, no password for them is
+  checked until the window ends.
 
 Rates are fixed windows counted by django-ratelimit in Django's cache (Redis when REDIS_URL is set, so
 every process shares the counts; otherwise each process counts alone). Open streams are counters in the
@@ -55,6 +58,8 @@ API_REQUESTS = "chat.api"
 QUESTIONS_BY_ADDRESS = "chat.address.questions"
 SESSIONS_BY_ADDRESS = "chat.address.sessions"
 KEY_FAILURES_BY_ADDRESS = "chat.address.key_failures"
+ADMIN_LOGIN_FAILURES_BY_ADDRESS = "admin.login.address"
+ADMIN_LOGIN_FAILURES_BY_USERNAME = "admin.login.username"
 # A run takes tens of seconds: there is no exact time at which a slot frees up, so ask for a short wait.
 TOO_MANY_RUNS_RETRY_AFTER_S = 5
 TOO_MANY_STREAMS_RETRY_AFTER_S = 5
@@ -118,21 +123,63 @@ def check_api_rate(request: HttpRequest, caller: Caller) -> None:
     _check_rate(request, owner_key(caller), API_REQUESTS, settings.CHAT_API_RATE_LIMIT, "requests")
 
 
-def _check_key_attempts(request: HttpRequest, address: str) -> None:
-    """Refuse any key from an address that has sent `CHAT_AUTH_FAILURE_RATE_LIMIT` wrong ones in this
-    window: guessing keys must be as slow as that rate, whatever else the client does."""
-    rate = settings.CHAT_AUTH_FAILURE_RATE_LIMIT
+def _check_failures(request: HttpRequest, key: str, group: str, rate: str | None, what: str) -> None:
+    """Refuse once `key` has had the rate's count of failures in this window (each counted by
+    `_count_failure`): before the credential is even checked, so that guessing is as slow as the rate."""
     if rate is None:
         return
-    usage = _usage(request, address_key(address), KEY_FAILURES_BY_ADDRESS, rate, increment=False)
+    usage = _usage(request, key, group, rate, increment=False)
     if usage is not None and usage["count"] >= usage["limit"]:
-        raise _refused(rate, "wrong API keys from your address", usage["time_left"])
+        raise _refused(rate, what, usage["time_left"])
+
+
+def _count_failure(request: HttpRequest, key: str, group: str, rate: str | None) -> None:
+    if rate is not None:
+        _usage(request, key, group, rate, increment=True)
+
+
+def _check_key_attempts(request: HttpRequest, address: str) -> None:
+    """Refuse any key from an address that has sent `CHAT_AUTH_FAILURE_RATE_LIMIT` wrong ones in this
+    window, whatever else the client does."""
+    rate = settings.CHAT_AUTH_FAILURE_RATE_LIMIT
+    _check_failures(request, address_key(address), KEY_FAILURES_BY_ADDRESS, rate, "wrong API keys from your address")
 
 
 def _count_key_failure(request: HttpRequest, address: str) -> None:
-    rate = settings.CHAT_AUTH_FAILURE_RATE_LIMIT
-    if rate is not None:
-        _usage(request, address_key(address), KEY_FAILURES_BY_ADDRESS, rate, increment=True)
+    _count_failure(request, address_key(address), KEY_FAILURES_BY_ADDRESS, settings.CHAT_AUTH_FAILURE_RATE_LIMIT)
+
+
+def _admin_login_limits(request: HttpRequest, username: str) -> list[tuple[str, str, str | None, str]]:
+    """(key, group, rate, what) of the two counts an admin login attempt meets. Usernames are counted
+    case-folded: a database whose collation ignores case would let `Admin` and `admin` guess one account."""
+    return [
+        (
+            address_key(client_address(request)),
+            ADMIN_LOGIN_FAILURES_BY_ADDRESS,
+            settings.ADMIN_LOGIN_ADDRESS_RATE_LIMIT,
+            "failed logins from your address",
+        ),
+        (
+            f"username:{username.casefold()}",
+            ADMIN_LOGIN_FAILURES_BY_USERNAME,
+            settings.ADMIN_LOGIN_USERNAME_RATE_LIMIT,
+            "failed logins for this username",
+        ),
+    ]
+
+
+def check_admin_login(request: HttpRequest, username: str) -> None:
+    """Let one more admin login attempt for `username` be checked, or raise AdmissionRefused (its address,
+    or the username from any address, has had its share of wrong passwords in this window). It blocks on
+    the cache: call it from a sync view (as the admin's are) or off the event loop."""
+    for key, group, rate, what in _admin_login_limits(request, username):
+        _check_failures(request, key, group, rate, what)
+
+
+def count_admin_login_failure(request: HttpRequest, username: str) -> None:
+    """Count a refused admin login against its address and its username."""
+    for key, group, rate, _ in _admin_login_limits(request, username):
+        _count_failure(request, key, group, rate)
 
 
 def admit_caller_sync(request: HttpRequest) -> Caller:

@@ -3,11 +3,12 @@
 A completion is not a separate code path: the earlier turns become the messages of a new conversation,
 the last user message is posted with the same service the JSON API uses, and the answer is read back
 from the run's stored events. So every completion is visible in the caller's conversation list, is
-cancellable, and costs exactly what a chat-page question costs.
+cancellable, and costs exactly what a chat-page question costs. A client that goes away ends its run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import AsyncGenerator, Sequence
@@ -17,11 +18,12 @@ from functools import partial
 from django.db import transaction
 
 from chat.callers import Caller
-from chat.db_calls import db_call
+from chat.db_calls import db_call, request_db_call
 from chat.events import KEEPALIVE, iter_run_events
 from chat.models import Message, ResearchRun
 from chat.services.conversations import create_conversation, post_user_message
-from chat.services.runs import reap_if_orphaned
+from chat.services.run_backends import start_run
+from chat.services.runs import cancel_run, reap_if_orphaned
 from datascraper.schemas import ChatTurn, Mode, Source, SourcesEvent, UsageLedger
 
 
@@ -65,6 +67,32 @@ def start_completion(caller: Caller, *, history: Sequence[ChatTurn], question: s
     for turn in history:
         Message.objects.create(conversation=conversation, role=turn.role, content=turn.content)
     return post_user_message(conversation, content=question, mode=mode)
+
+
+async def store_and_start(caller: Caller, *, history: list[ChatTurn], question: str, mode: Mode) -> ResearchRun:
+    """Store the conversation and its run, then start the run.
+
+    A client that hangs up meanwhile cancels this task, but the database thread still commits: the run
+    it stored is then ended at once, instead of being left queued (or answered by a worker) for nobody.
+    """
+    storing = asyncio.ensure_future(
+        request_db_call(start_completion, caller, history=history, question=question, mode=mode)
+    )
+    try:
+        run = await asyncio.shield(storing)
+    except asyncio.CancelledError:
+        await asyncio.wait({storing})
+        if storing.exception() is None:
+            await abandon_completion(storing.result())
+        raise
+    start_run(run.id)
+    return run
+
+
+async def abandon_completion(run: ResearchRun) -> None:
+    """The client went away (a timeout, a closed tab): stop paying for an answer nobody will read.
+    What was written so far stays in the conversation, marked incomplete."""
+    await asyncio.shield(cancel_run(run.id))
 
 
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

@@ -1,7 +1,8 @@
 """Evaluation: how good the answers are (`manage.py evaluate`), and the offline checks CI runs.
 
 Modules, one concept each: `questions` (a question set: our JSONL or the Vals AI CSV), `results` (one
-graded result per question, and the JSONL log an evaluation resumes from), `judge` (the judge model's
+graded result per question, and the JSONL log an evaluation resumes from), `folder` (the output folder
+belongs to one question set: its manifest), `judge` (the judge model's
 grade against a reference and rubric), `pricing` (a dated, estimated price table), `runner` (questions
 through `run_research`, a few at once), `report` (the Markdown report, calibration, baseline diff) and
 `offline` (deterministic checks of a run against the fakes: route, periods, numbers, citations).

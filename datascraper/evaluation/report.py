@@ -1,11 +1,16 @@
 """The evaluation report: totals, calibration (does our confidence predict correctness?), the change
 from a baseline, and one row per question. Markdown beside the results JSONL, with the calibration also
 drawn as a small SVG (no plotting dependency: a few rectangles).
+
+Every text the report did not write itself (row ids, rubric criteria, error codes, the set's file name, the
+judge model's name, routes) comes from a question set, a results log or a setting, any of which may be
+someone else's: it goes through `markdown_text`, so that it shows as written and never as Markdown or HTML.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +60,7 @@ class BaselineDiff:
     cheaper: list[str] = field(default_factory=list)
     costlier: list[str] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
+    reworded: list[str] = field(default_factory=list)
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -87,13 +93,17 @@ def _band(label: str, members: Sequence[EvalResult]) -> Band:
 
 def diff_from_baseline(results: Sequence[EvalResult], baseline: Sequence[EvalResult]) -> BaselineDiff:
     """Fixed: correct now, not before; broken: correct before, not now (an error included). Faster and cheaper
-    compare answered runs, by `CHANGE_RATIO`."""
+    compare answered runs, by `CHANGE_RATIO`. A row whose question is not the baseline's (same id, other
+    text) is reworded, and not compared."""
     before = {result.id: result for result in baseline}
     diff = BaselineDiff()
     for result in results:
         old = before.get(result.id)
         if old is None:
             diff.new.append(result.id)
+            continue
+        if old.question != result.question:
+            diff.reworded.append(result.id)
             continue
         if result.verdict == "correct" and old.verdict != "correct":
             diff.fixed.append(result.id)
@@ -145,9 +155,9 @@ def render_report(
     judge_model: str | None,
     diff: BaselineDiff | None,
 ) -> str:
-    judged_by = f"judge `{judge_model}`" if judge_model else "not graded (`--no-judge`)"
+    judged_by = f"judge {markdown_text(judge_model)}" if judge_model else "not graded (`--no-judge`)"
     lines = [
-        f"# Evaluation: {title}",
+        f"# Evaluation: {markdown_text(title)}",
         "",
         f"{len(results)} questions · {judged_by} · written {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
@@ -247,23 +257,26 @@ def _diff_lines(diff: BaselineDiff) -> list[str]:
         (f"cheaper (at most {CHANGE_RATIO:.0%} of the cost)", diff.cheaper),
         ("costlier", diff.costlier),
         ("new (not in the baseline)", diff.new),
+        ("reworded (another question under the same id: not compared)", diff.reworded),
     ]
-    return [f"- {label}: {len(ids)}" + (f" — {', '.join(ids)}" if ids else "") for label, ids in rows]
+    return [
+        f"- {label}: {len(ids)}" + (f" — {', '.join(map(markdown_text, ids))}" if ids else "") for label, ids in rows
+    ]
 
 
 def _question_row(result: EvalResult) -> str:
     m = result.measures
     if result.status == "error":
-        verdict, notes = "error", f"`{result.error_code}`"
+        verdict, notes = "error", markdown_text(result.error_code)
     elif result.judge is None:
-        verdict, notes = "ungraded", f"judge failed: `{result.judge_error}`" if result.judge_error else ""
+        verdict, notes = "ungraded", f"judge failed: {markdown_text(result.judge_error)}" if result.judge_error else ""
     else:
-        verdict = result.judge.verdict
-        missed = [grade.criteria for grade in result.judge.criteria if not grade.met]
+        verdict = markdown_text(result.judge.verdict)
+        missed = [markdown_text(grade.criteria) for grade in result.judge.criteria if not grade.met]
         notes = ("not met: " + "; ".join(missed)) if missed else ""
     if m.numbers_unmatched:
         notes += f"{'; ' if notes else ''}{m.numbers_unmatched} untraced numbers"
-    routes = ", ".join(f"{route} {count}" for route, count in sorted(m.routes.items())) or "—"
+    routes = ", ".join(f"{markdown_text(route)} {count}" for route, count in sorted(m.routes.items())) or "—"
     total = m.total
     if total.web_search_calls:
         routes += f" ({total.web_search_calls} searches)"
@@ -273,8 +286,8 @@ def _question_row(result: EvalResult) -> str:
     if not m.citations_checked:
         citations = "not checked"
     return (
-        f"| {result.id} | {verdict} | {m.latency_ms / 1000:.1f} s | {m.tokens:,} | {cost} | {total.calls} "
-        f"| {m.rounds} | {routes} | {confidence} | {citations} | {_cell(notes)} |"
+        f"| {markdown_text(result.id)} | {verdict} | {m.latency_ms / 1000:.1f} s | {m.tokens:,} | {cost} "
+        f"| {total.calls} | {m.rounds} | {routes} | {confidence} | {citations} | {notes} |"
     )
 
 
@@ -282,8 +295,25 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# Line breaks of any kind (and the other control characters): a field must stay on its line and in its cell.
+_BREAKS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
+# The ASCII punctuation that Markdown (CommonMark and GitHub's tables) gives a meaning: code spans, emphasis,
+# links and images, headings, tables, strikethrough. A backslash before any of them shows it as itself.
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#|!~])")
+# A scheme that runs script when followed: the colon escaped, so that not even a renderer that links bare
+# URLs makes a link of it.
+_SCRIPT_SCHEME = re.compile(r"(?i)(javascript|vbscript)(\s*):")
+
+
+def markdown_text(value: object) -> str:
+    """`value` as plain text inside the report's Markdown: `&`, `<` and `>` as HTML entities (no tag, comment
+    or autolink), Markdown's punctuation backslash-escaped (no link, image, code span, heading or table cell
+    of its own), line breaks as spaces, a `javascript:` scheme broken. The one escape for every field the
+    report did not write itself."""
+    text = _BREAKS.sub(" ", str(value))
+    text = escape(text, quote=False)
+    text = _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    return _SCRIPT_SCHEME.sub(r"\1\2\\:", text)
 
 
 def calibration_svg(bands: Sequence[Band]) -> str:

@@ -1,18 +1,37 @@
-"""One result per question, and the JSONL log of them that an interrupted evaluation resumes from."""
+"""One result per question, and the JSONL log of them that an interrupted evaluation resumes from.
+
+A result stands for its row as long as the row asks the same thing: results are matched to rows by id and
+question text together (`row_key`), so a row whose question was edited is answered again, and its earlier
+result, still in the log, is no longer reported for it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
 from datascraper.schemas import ModelUsage, UsageLedger
 
 Verdict = Literal["correct", "partially", "wrong"]
+RESULTS_NAME = "results.jsonl"
+RowKey = tuple[str, str]
+
+
+class _Row(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+
+
+def row_key(row: _Row) -> RowKey:
+    """What a result must share with a question set's row to stand for it: the id and the question's text."""
+    return (row.id, row.question)
 
 
 class CriterionGrade(BaseModel):
@@ -101,8 +120,16 @@ class ResultLog:
     def read(self) -> list[EvalResult]:
         return list(self._parsed())
 
-    def done_ids(self) -> set[str]:
-        return {result.id for result in self._parsed()}
+    def done_keys(self) -> set[RowKey]:
+        """The rows (`row_key`) that have a result."""
+        return {row_key(result) for result in self._parsed()}
+
+    def results_for(self, rows: Sequence[_Row]) -> list[EvalResult]:
+        """The result of each of `rows` that has one (the last logged, should there be several); a result of
+        a row's earlier wording is left out."""
+        wanted = {row_key(row) for row in rows}
+        latest = {row_key(result): result for result in self._parsed() if row_key(result) in wanted}
+        return list(latest.values())
 
     def append(self, result: EvalResult) -> None:
         if not self._checked:

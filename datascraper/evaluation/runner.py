@@ -1,7 +1,8 @@
 """Questions through the research pipeline, a few at once, each result logged as soon as it is graded.
 
 The same entry point as the API (`run_research`), so an evaluation measures what users get. Rows already
-in the results log are skipped: an interrupted evaluation, run again, goes on where it stopped.
+in the results log (the same id asking the same question: `results.row_key`) are skipped: an interrupted
+evaluation, run again, goes on where it stopped, and a row whose question was edited since runs again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datascraper.errors import ResearchError
 from datascraper.evaluation.judge import Judge
 from datascraper.evaluation.pricing import estimate_cost, usage_cost
 from datascraper.evaluation.questions import EvalQuestion
-from datascraper.evaluation.results import EvalResult, ResultLog, RunMeasures
+from datascraper.evaluation.results import EvalResult, ResultLog, RunMeasures, row_key
 from datascraper.research_engine import run_research
 from datascraper.schemas import ModelUsage, ResearchQuery, RunSummary, UsageLedger
 
@@ -49,8 +50,8 @@ async def run_evaluation(
     in the order they finished. `judge=None` leaves answers ungraded."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    done_before = log.done_ids()
-    pending = [question for question in questions if question.id not in done_before]
+    done_before = log.done_keys()
+    pending = [question for question in questions if row_key(question) not in done_before]
     skipped = len(questions) - len(pending)
     slots = asyncio.Semaphore(concurrency)
     finished: list[EvalResult] = []

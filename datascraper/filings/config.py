@@ -23,6 +23,7 @@ _VARIABLES = {
     "data_url": "SEC_DATA_URL",
     "www_url": "SEC_WWW_URL",
     "redis_url": "REDIS_URL",
+    "limiter_dir": "SEC_LIMITER_DIR",
 }
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
@@ -49,7 +50,9 @@ class FilingsConfig(BaseModel):
     # SEC's end then sees more than 10. Bursts of 10 still go at once; the sustained rate is 5 a second.
     max_requests: int = Field(default=SEC_MAX_REQUESTS_PER_SECOND, ge=1, le=SEC_MAX_REQUESTS_PER_SECOND)
     limit_window_s: int = Field(default=2, ge=1)
-    # The shared limiter lives in Redis when set, so every process counts against the same budget.
+    # The budget is kept in a file of this directory (the system's temporary directory when unset), shared
+    # by the machine's processes, and in Redis when set, shared by every machine's (limiter.py).
+    limiter_dir: str | None = None
     redis_url: str | None = None
     # Cache lifetimes: the ticker map changes daily, facts and the filing list when a company files, and a
     # filed document never.
@@ -57,8 +60,13 @@ class FilingsConfig(BaseModel):
     submissions_ttl_s: float = 3600
     facts_ttl_s: float = 6 * 3600
     document_ttl_s: float = 30 * 24 * 3600
-    # A primary document bigger than this is refused rather than read (the largest 10-Ks are ~15 MB).
+    # A reply bigger than this is refused (`too_large`) as soon as its Content-Length or the bytes read so
+    # far pass it (the largest 10-Ks are ~15 MB). Decompressed bytes count, so a gzip bomb stops here too.
     max_document_bytes: int = Field(default=30_000_000, ge=1_000)
+    # Replies read and parsed at once per process (a 10-K's text costs a few times its size while parsed).
+    max_parallel_reads: int = Field(default=2, ge=1)
+    # Redirects followed per request, each within the SEC's hosts (SEC_DATA_URL, SEC_WWW_URL) only.
+    max_redirects: int = Field(default=3, ge=0)
 
     @field_validator("data_url", "www_url")
     @classmethod

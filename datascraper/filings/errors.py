@@ -37,6 +37,13 @@ class NoFilingData(FilingError):
     default_message = "The SEC's data has nothing for this request."
 
 
+class FilingTooLarge(FilingError):
+    """A reply past `FilingsConfig.max_document_bytes`: refused while reading, before it can exhaust memory."""
+
+    code = "too_large"
+    default_message = "The SEC document is too large to read."
+
+
 class FilingsRateLimited(FilingError):
     code = "rate_limited"
     default_message = "The SEC is limiting our requests; try again in a few minutes."

@@ -68,7 +68,16 @@ _STATEMENT_WORDS: dict[StatementKind, str] = {
 }
 _YAHOO_NAMES = {line: yahoo for yahoo, line in YAHOO_LINES.items()}
 FILING_ERROR_CODES = frozenset(
-    {"not_configured", "invalid_argument", "not_found", "no_data", "rate_limited", "upstream_error", "timeout"}
+    {
+        "not_configured",
+        "invalid_argument",
+        "not_found",
+        "no_data",
+        "too_large",
+        "rate_limited",
+        "upstream_error",
+        "timeout",
+    }
 )
 # Periods asked of XBRL when a range or a start and end bound them: enough for five years of quarters.
 _RANGE_LIMIT = 20

@@ -41,30 +41,35 @@ SECTION_FORMS: dict[str, tuple[str, ...]] = {
 }
 EIGHT_K_ITEM = re.compile(r"^\d\.\d\d$")
 
-_BLOCK_TAGS = (
-    "p",
-    "div",
-    "br",
-    "tr",
-    "li",
-    "ul",
-    "ol",
-    "table",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "section",
-    "article",
-    "blockquote",
-    "pre",
-    "hr",
-    "dt",
-    "dd",
-    "title",
+_BLOCK_TAGS = frozenset(
+    (
+        "p",
+        "div",
+        "br",
+        "tr",
+        "li",
+        "ul",
+        "ol",
+        "table",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "blockquote",
+        "pre",
+        "hr",
+        "dt",
+        "dd",
+        "title",
+    )
 )
+_OPENING_BLOCK_TAGS = _BLOCK_TAGS - {"br", "hr"}
+_UNSEEN_TAGS = frozenset(("script", "style", "head"))
+_BATCH = 4096
 _HIDDEN = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t\u00a0\u2002\u2003\u2009\u200b]+")
 _MAX_HEADING_CHARS = 160
@@ -112,23 +117,64 @@ class Section:
 
 
 def document_text(html: bytes) -> str:
-    """The document's visible text, one block (paragraph, table row, heading) a line."""
-    try:
-        root = lxml.html.document_fromstring(html)
-    except (etree.ParserError, ValueError) as exc:
-        raise FilingsUpstreamError("The filing's document could not be read as HTML.") from exc
-    for element in list(root.iter("script", "style", "head")):
-        element.drop_tree()
-    for element in [el for el in root.iter() if isinstance(el.tag, str) and _HIDDEN.search(el.get("style", ""))]:
-        element.drop_tree()  # inline XBRL's hidden header (contexts and units), not for readers
-    for element in root.iter(*_BLOCK_TAGS):
-        element.tail = "\n" + (element.tail or "")
-        if element.tag not in ("br", "hr"):
-            element.text = "\n" + (element.text or "")
-    for element in root.iter("td", "th"):
-        element.tail = " " + (element.tail or "")
-    lines = (_SPACES.sub(" ", line).strip() for line in root.text_content().splitlines())
+    """The document's visible text, one block (paragraph, table row, heading) a line.
+
+    Read as a stream of parser events, with no tree built: a tree of a dense 30 MB inline-XBRL document
+    (millions of elements) took over 500 MB, the events take a few times the text.
+
+    Raises:
+        FilingsUpstreamError: the bytes hold no HTML element.
+    """
+    text = _VisibleText()
+    etree.fromstring(html, etree.HTMLParser(target=text))
+    if not text.started:
+        raise FilingsUpstreamError("The filing's document could not be read as HTML.")
+    lines = (_SPACES.sub(" ", line).strip() for line in text.joined().splitlines())
     return "\n".join(line for line in lines if line)
+
+
+class _VisibleText:
+    """A parser target collecting the text a reader sees: nothing of script, style, head or an element
+    hidden by `display: none` (inline XBRL's header of contexts and units), a line break around each block
+    element, a space after each table cell."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self._hidden_depth = 0
+        self._parts: list[str] = []
+        self._chunks: list[str] = []
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.started = True
+        if self._hidden_depth or tag in _UNSEEN_TAGS or _HIDDEN.search(attrib.get("style", "")):
+            self._hidden_depth += 1
+        elif tag in _OPENING_BLOCK_TAGS:
+            self._add("\n")
+
+    def end(self, tag: str) -> None:
+        if self._hidden_depth:
+            self._hidden_depth -= 1
+        elif tag in _BLOCK_TAGS:
+            self._add("\n")
+        elif tag in ("td", "th"):
+            self._add(" ")
+
+    def data(self, data: str) -> None:
+        if not self._hidden_depth:
+            self._add(data)
+
+    def close(self) -> None:
+        pass
+
+    def joined(self) -> str:
+        return "".join([*self._chunks, *self._parts])
+
+    def _add(self, part: str) -> None:
+        # Millions of small strings would cost more than their text: joined in batches as they come.
+        self._parts.append(part)
+        if len(self._parts) >= _BATCH:
+            self._chunks.append("".join(self._parts))
+            self._parts.clear()
 
 
 def check_section(section: str, form: str) -> None:

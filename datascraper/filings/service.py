@@ -9,10 +9,12 @@ reads the filing's index page and that exhibit, cached as long.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from datetime import date
 from typing import Any
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.companies import Company, archive_url, find_company, submissions
 from datascraper.filings.concepts import resolve_concept
@@ -22,6 +24,7 @@ from datascraper.filings.errors import (
     FilingInvalidArgument,
     FilingNotFound,
     FilingsUpstreamError,
+    FilingTooLarge,
     NoFilingData,
 )
 from datascraper.filings.facts import Frequency, PeriodQuery, reported_figures
@@ -48,7 +51,8 @@ from datascraper.filings.sections import (
     filing_documents,
     find_section,
 )
-from datascraper.market_data.cache import TTLCache
+
+logger = logging.getLogger(__name__)
 
 MAX_FIGURES = 20
 MAX_FILINGS = 100
@@ -59,6 +63,9 @@ MAX_SECTION_CHARS = 40_000
 MAX_EXHIBITS = 3
 DEFAULT_FORM4_FILINGS = 5
 MAX_FORM4_FILINGS = 20
+# An index page or a Form 4 is parsed as a tree, some ten times its size: refused past this (real ones run
+# from a few kB to a few hundred).
+MAX_TREE_DOCUMENT_BYTES = 2_000_000
 # Forms of foreign private issuers: their annual figures are in the report, rarely in us-gaap XBRL facts.
 _FOREIGN_ANNUAL_FORMS = ("20-F", "40-F")
 
@@ -232,7 +239,10 @@ class FilingsService:
         asked = " and ".join(f"Exhibit {n}" for n in numbers) or "The exhibit"
         try:
             listed = await self.client.document(
-                filing.index_url, ttl_s=self.client.config.document_ttl_s, transform=filing_documents
+                filing.index_url,
+                ttl_s=self.client.config.document_ttl_s,
+                transform=filing_documents,
+                max_bytes=MAX_TREE_DOCUMENT_BYTES,
             )
         except FilingError as exc:
             return item_text, [], f"{asked} is not included: the filing's index page could not be read ({exc.code})."
@@ -327,6 +337,7 @@ class FilingsService:
             return await self.client.document(
                 url,
                 ttl_s=self.client.config.document_ttl_s,
+                max_bytes=MAX_TREE_DOCUMENT_BYTES,
                 transform=lambda xml: [
                     t.model_dump(mode="json")
                     for t in parse_form4(xml, filed=filing.filed, accession=filing.accession, url=url)
@@ -334,6 +345,9 @@ class FilingsService:
             )
         except FilingNotFound:
             return None  # listed but not served: the others still answer
+        except FilingTooLarge:
+            logger.warning("A Form 4 past %d bytes was not read: %s", MAX_TREE_DOCUMENT_BYTES, url)
+            return None  # the others still answer; filings_read says how many did
 
 
 def _informative(description: str, number: str) -> str | None:

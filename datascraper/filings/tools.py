@@ -1,9 +1,9 @@
 """The filing tools, registered on our MCP server beside the Yahoo tools.
 
 The same server rather than a second one started the same way: research reaches market data through one
-long-lived MCP session (`market_data/session.py`: start, health watch, restart, back-off), and a second server
-would need a second session, a second child process per app process and a second health watch, for four tools
-whose own work is a few HTTP requests. One server also shares one cache (the app's, Redis when configured)
+long-lived MCP session (start, health watch, restart, back-off), and a second server would need a second
+session, a second child process per app process and a second health watch, for four tools whose own work is
+a few HTTP requests. One server also shares one cache (the app's, Redis when configured)
 across both sources. The tools' failures follow the server's rule: an `isError` result `<code>: <sentence>`.
 """
 
@@ -39,11 +39,14 @@ Ticker = Annotated[str, Field(description="A US ticker as the SEC lists it, e.g.
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True)
 
 
-def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
-    """Add the four filing tools to `server`."""
+class FilingTools:
+    """The tools as methods: each one's signature is its input schema, its docstring its description."""
 
-    @server.tool(annotations=_READ_ONLY)
+    def __init__(self, filings: FilingsService) -> None:
+        self.filings = filings
+
     async def get_reported_figures(
+        self,
         ticker: Ticker,
         concept: Annotated[
             str,
@@ -73,7 +76,7 @@ def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
         every filing's value, the latest filed first. A quarter filed only within the year or year to date
         (a fourth quarter; a cash-flow quarter) is derived as the difference of two filed figures and
         marked `derived_from`, with both and their filings."""
-        return await filings.reported_figures(
+        return await self.filings.reported_figures(
             ticker,
             concept,
             fiscal_year=fiscal_year,
@@ -83,8 +86,8 @@ def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
             limit=limit,
         )
 
-    @server.tool(annotations=_READ_ONLY)
     async def get_filings(
+        self,
         ticker: Ticker,
         forms: Annotated[
             list[str] | None,
@@ -94,10 +97,10 @@ def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
     ) -> FilingList:
         """The company's recent SEC filings, newest first: form, filing and report dates, accession number,
         document and index links, and an 8-K's item numbers."""
-        return await filings.filings(ticker, forms, limit=limit)
+        return await self.filings.filings(ticker, forms, limit=limit)
 
-    @server.tool(annotations=_READ_ONLY)
     async def get_filing_section(
+        self,
         ticker: Ticker,
         section: Annotated[
             str,
@@ -117,12 +120,12 @@ def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
     ) -> FilingSection:
         """A section of the company's latest 10-K or 10-Q, or an 8-K item, as clean text with the filing it
         is from and its document URL."""
-        return await filings.filing_section(
+        return await self.filings.filing_section(
             ticker, section, form=form, accession=accession, offset=offset, max_chars=max_chars
         )
 
-    @server.tool(annotations=_READ_ONLY)
     async def get_insider_transactions(
+        self,
         ticker: Ticker,
         filings_wanted: Annotated[
             int, Field(description=f"Recent Form 4 filings to read; at most {MAX_FORM4_FILINGS}.")
@@ -130,4 +133,11 @@ def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
     ) -> InsiderTransactions:
         """Insider trades from the company's recent Form 4 filings: who, role, date, shares, price,
         acquired or disposed, and holdings after."""
-        return await filings.insider_transactions(ticker, filings=filings_wanted)
+        return await self.filings.insider_transactions(ticker, filings=filings_wanted)
+
+
+def register_filing_tools(server: MCPServer, filings: FilingsService) -> None:
+    """Add the four filing tools to `server`."""
+    tools = FilingTools(filings)
+    for name in get_args(FilingToolName):
+        server.tool(annotations=_READ_ONLY)(getattr(tools, name))

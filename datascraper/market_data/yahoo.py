@@ -35,7 +35,7 @@ from yfinance.exceptions import (
     YFTickerMissingError,
 )
 
-from datascraper.market_data.cache import TTLCache
+from datascraper.cache import TTLCache
 from datascraper.market_data.errors import (
     InvalidArgument,
     InvalidSymbol,

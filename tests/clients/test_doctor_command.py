@@ -12,13 +12,13 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import build_server
 from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
 from tests.fakes.openai_server import NO_CREDIT, JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article
@@ -178,3 +178,29 @@ def test_the_sec_check_reads_a_filing_when_a_user_agent_is_set(provider, market_
     line = lines_by_name(output)["SEC filings"]
     assert status == 0
     assert line.startswith("✓ SEC filings") and "AAPL's latest filing: " in line
+
+
+def test_the_sec_check_says_the_machine_s_processes_share_the_budget_without_redis(
+    provider, market_data_with_sec, public_page, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("SEC_LIMITER_DIR", str(tmp_path))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+
+    output, _ = doctor("--page-url", public_page)
+
+    line = lines_by_name(output)["SEC filings"]
+    assert "SEC budget 10 requests per 2 s, shared through " in line
+    assert f"{tmp_path}/sec-requests-" in line and "by this machine's processes" in line
+    assert "REDIS_URL shares it across machines" in line
+
+
+def test_the_sec_check_says_every_process_shares_the_budget_through_redis(
+    provider, market_data_with_sec, public_page, monkeypatch
+):
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+    output, _ = doctor("--page-url", public_page)
+
+    assert (
+        "SEC budget 10 requests per 2 s, shared through Redis by every process" in lines_by_name(output)["SEC filings"]
+    )

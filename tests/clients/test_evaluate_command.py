@@ -128,7 +128,6 @@ def test_a_baseline_is_compared_in_the_report(fake_openai: FakeOpenAIServer, que
     fake_openai.script(JsonReply(verdict("wrong")), when=is_judge, times=2)
     evaluate(str(question_set), "--out", str(tmp_path / "before"))
     fake_openai.script(JsonReply(verdict("correct")), when=is_judge, times=None)
-    fake_openai.requests.clear()
 
     evaluate(str(question_set), "--out", str(tmp_path / "after"), "--baseline", str(tmp_path / "before" / "results.jsonl"))
 
@@ -199,3 +198,58 @@ def test_ctrl_c_stops_with_the_finished_rows_logged_and_a_second_run_resumes(
     assert again.returncode == 0, again.stderr
     assert sorted(r.id for r in load_results(results)) == ["ko-2024", "nflx-2024"]
     assert "1 already in" in again.stderr
+
+
+def test_a_row_whose_question_changed_is_answered_again_and_reported_with_its_new_result(
+    fake_openai: FakeOpenAIServer, question_set: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    evaluate(str(question_set), "--out", str(out), "--no-judge")
+    edited = [ROWS[0], {**ROWS[1], "question": "What were Coca-Cola's net operating revenues in fiscal 2024?"}]
+    question_set.write_text("".join(json.dumps(row) + "\n" for row in edited), encoding="utf-8")
+    asked_before = len(fake_openai.requests)
+
+    _, stderr = evaluate(str(question_set), "--out", str(out), "--no-judge")
+
+    again = [r for r in fake_openai.requests[asked_before:] if has_web_search(r)]
+    assert [edited[1]["question"] in r.input_text for r in again] == [True]
+    assert "1 already in" in stderr and "the set changed since its last run here" in stderr
+    report = (out / "report.md").read_text()
+    assert "2 questions" in report and report.count("| ko-2024 |") == 1
+    results = load_results(out / "results.jsonl")
+    assert [r.question for r in results if r.id == "ko-2024"] == [ROWS[1]["question"], edited[1]["question"]]
+
+
+def test_an_out_folder_of_another_question_set_is_refused_untouched(
+    fake_openai: FakeOpenAIServer, question_set: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    evaluate(str(question_set), "--out", str(out), "--no-judge")
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    other_set = tmp_path / "other" / "set.jsonl"
+    other_set.parent.mkdir()
+    other_set.write_text(json.dumps(ROWS[0]) + "\n", encoding="utf-8")
+    asked_before = len(fake_openai.requests)
+
+    with pytest.raises(CommandError, match=rf"{out} holds the evaluation of another question set \({question_set}\)"):
+        evaluate(str(other_set), "--out", str(out), "--no-judge")
+
+    assert len(fake_openai.requests) == asked_before
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
+def test_a_results_file_no_manifest_claims_is_refused_untouched(
+    fake_openai: FakeOpenAIServer, question_set: Path, tmp_path: Path
+) -> None:
+    """Someone else's results.jsonl (or one written before manifests) is neither appended to nor rewritten."""
+    out = tmp_path / "run"
+    out.mkdir()
+    foreign = '{"not": "an evaluation result"}\nhalf a line'
+    (out / "results.jsonl").write_text(foreign, encoding="utf-8")
+
+    with pytest.raises(CommandError, match=rf"{out} holds results.jsonl but no manifest.json"):
+        evaluate(str(question_set), "--out", str(out), "--no-judge")
+
+    assert not fake_openai.requests
+    assert (out / "results.jsonl").read_text(encoding="utf-8") == foreign
+    assert sorted(path.name for path in out.iterdir()) == ["results.jsonl"]

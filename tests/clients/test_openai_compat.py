@@ -396,6 +396,80 @@ async def test_malformed_request_is_a_400_and_stores_nothing(api, body):
     assert await Conversation.objects.acount() == 0
 
 
+@pytest.mark.parametrize(
+    ("body", "param", "message"),
+    [
+        (b"{not json", None, "We could not parse the JSON body of your request."),
+        (
+            {"model": "finance-research", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+            "messages.0.content.0.image_url",
+            "messages.0.content.0.image_url: Field required",
+        ),
+        (
+            {"model": "finance-research", "messages": [{"role": "tool", "content": "42"}, *QUESTION]},
+            "messages.0",
+            "messages.0: a tool message needs 'content' and 'tool_call_id'",
+        ),
+        (
+            {"model": "finance-research", "messages": [*QUESTION, {"role": "assistant", "content": "Hi"}]},
+            "messages.1.role",
+            "The last message must be a user message.",
+        ),
+        (
+            {"model": "finance-research", "messages": [{"role": "user", "content": "x" * 8001}]},
+            "messages.0.content",
+            "The question must be at most 8000 characters.",
+        ),
+        (
+            {"model": "finance-research", "messages": [{"role": "user", "content": "x" * 32_001}, *QUESTION]},
+            "messages.0.content",
+            "Earlier messages must be at most 32000 characters.",
+        ),
+    ],
+    ids=["not-json", "part-missing-its-field", "tool-result-without-its-call", "last-not-user", "question-too-long",
+         "earlier-turn-too-long"],
+)
+async def test_a_400_names_the_field_at_fault_and_what_is_wrong_with_it(api, body, param, message):
+    if isinstance(body, bytes):
+        response = await api.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"})
+    else:
+        response = await api.post("/v1/chat/completions", json=body)
+
+    assert response.status_code == 400
+    error = error_body(response)
+    assert (error["type"], error["code"], error["param"], error["message"]) == (
+        "invalid_request_error", None, param, message
+    )
+
+
+async def test_an_oversized_body_is_a_413_in_openais_shape_and_stores_nothing(api):
+    question = [{"role": "user", "content": "x" * 3_000_000}]
+
+    response = await api.post("/v1/chat/completions", json={"model": "finance-research", "messages": question})
+
+    assert response.status_code == 413
+    error = error_body(response)
+    assert (error["type"], error["code"]) == ("invalid_request_error", "request_too_large")
+    assert await Conversation.objects.acount() == 0
+
+
+async def test_a_question_that_cannot_be_queued_is_a_503_that_stores_nothing(api, fake_openai, settings, monkeypatch):
+    def refuse(run_id):
+        raise RuntimeError("the database refused the job")
+
+    settings.RUNS_BACKEND = "queue"
+    monkeypatch.setattr("chat.services.queue.defer_run", refuse)
+
+    response = await api.post("/v1/chat/completions", json={"model": "finance-research", "messages": QUESTION})
+
+    assert response.status_code == 503
+    error = error_body(response)
+    assert (error["type"], error["code"]) == ("server_error", "queue_unavailable")
+    assert response.headers["x-should-retry"] == "false"
+    assert not await Conversation.objects.aexists() and not await ResearchRun.objects.aexists()
+    assert fake_openai.requests == []
+
+
 async def test_a_client_that_times_out_cancels_its_run(api, fake_openai):
     fake_openai.script(TextReply(ANSWER.sentences, chunk_chars=2, delta_delay=0.1), when=has_web_search)
     body = {"model": "finance-research", "messages": QUESTION, "mode": "quick"}
@@ -450,15 +524,15 @@ async def test_a_streaming_client_that_hangs_up_cancels_its_run(api, fake_openai
 
 
 async def test_a_client_that_leaves_while_its_question_is_stored_leaves_no_run_waiting(api, fake_openai, monkeypatch):
-    from chat import openai_compat
+    from chat.services import completions
 
-    store = openai_compat.start_completion
+    store = completions.start_completion
 
     def slow_store(*args, **kwargs):  # runs on a database thread, which finishes after the client left
         time.sleep(1.0)
         return store(*args, **kwargs)
 
-    monkeypatch.setattr(openai_compat, "start_completion", slow_store)
+    monkeypatch.setattr(completions, "start_completion", slow_store)
     body = {"model": "finance-research", "messages": QUESTION, "mode": "quick"}
 
     with pytest.raises(httpx2.ReadTimeout):

@@ -16,7 +16,7 @@ from curl_cffi.requests.models import Response
 from pydantic import ValidationError
 
 from datascraper import prompts
-from datascraper.market_data.cache import TTLCache
+from datascraper.cache import TTLCache
 from datascraper.market_data.schemas import (
     FinancialStatement,
     MarketDataFinding,

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from mcp_types import TextContent
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import build_server
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.conftest import MARKET_NOW, SEC_USER_AGENT
 from tests.datascraper.market_data.support import ERROR_CASES, InMemoryMCP
 from tests.fakes.sec_server import FakeSecServer

@@ -13,7 +13,8 @@ served decompressed), as strictly.
 
 Tests point the client at `fake.data_url` / `fake.www_url` (the `SEC_DATA_URL` / `SEC_WWW_URL` settings),
 read `fake.requests` to see what reached the SEC, script throttling with `fake.throttle(times, retry_after)`,
-and replace a file's reply (another body, or a 404) with `fake.serve(path, body, status=...)` until `reset()`.
+replace a file's reply (another body, a 404, a redirect) with `fake.serve(path, body, status=..., headers=...)`
+and make one a body without end (no Content-Length) with `fake.stream_without_end(path)`, until `reset()`.
 
 The fixture data: Apple (fiscal year ending in late September; CIK 320193; its fiscal 2024 10-K, its pages
 ending in Apple's footer and its last note followed by the auditor's report as filed, an 8-K with items
@@ -81,7 +82,9 @@ class FakeSecServer:
         self._blocked_until = 0.0
         self._forced: list[int | None] = []  # scripted 429s, each with its Retry-After
         self._server: ThreadedAsgiServer | None = None
-        self._served: dict[str, tuple[int, bytes]] = {}
+        self._served: dict[str, tuple[int, bytes, dict[str, str]]] = {}
+        self._endless: set[str] = set()
+        self.streamed_bytes = 0  # what the bodies without end sent before their client went away
         self.url = ""
 
     # lifecycle
@@ -117,11 +120,18 @@ class FakeSecServer:
         with self._lock:
             self._forced.extend([retry_after] * times)
 
-    def serve(self, path: str, body: bytes, *, status: int = 200) -> None:
-        """Answer `path` (e.g. `/data.sec.gov/api/xbrl/companyfacts/CIK0000320193.json`) with `body` and
-        `status` instead of the fixture file: a benchmark's real-size reply, say, or a 404. Until `reset()`."""
+    def serve(self, path: str, body: bytes, *, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        """Answer `path` (e.g. `/data.sec.gov/api/xbrl/companyfacts/CIK0000320193.json`) with `body`, `status`
+        and `headers` instead of the fixture file: a benchmark's real-size reply, say, a 404, or a redirect
+        (`status=302, headers={"location": url}`). Until `reset()`."""
         with self._lock:
-            self._served[path] = (status, body)
+            self._served[path] = (status, body, headers or {})
+
+    def stream_without_end(self, path: str) -> None:
+        """Answer `path` with a 200 whose body never ends (chunked, no Content-Length), until its client
+        goes away; `streamed_bytes` says how much was sent. Until `reset()`."""
+        with self._lock:
+            self._endless.add(path)
 
     def paths(self, status: int | None = None) -> list[str]:
         with self._lock:
@@ -133,6 +143,8 @@ class FakeSecServer:
             self._recent.clear()
             self._forced.clear()
             self._served.clear()
+            self._endless.clear()
+            self.streamed_bytes = 0
             self._blocked_until = 0.0
 
     # the wire
@@ -148,11 +160,33 @@ class FakeSecServer:
         status, body, extra = self._answer(scope["method"], path, user_agent)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
+        if status == 200 and path in self._endless:
+            await self._send_without_end(receive, send)
+            return
         content_type = _CONTENT_TYPES.get(Path(path).suffix, "text/html") if status == 200 else "text/html"
         pairs = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
         pairs += [(k.encode(), v.encode()) for k, v in extra.items()]
         await send({"type": "http.response.start", "status": status, "headers": pairs})
         await send({"type": "http.response.body", "body": body})
+
+    async def _send_without_end(
+        self, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
+    ) -> None:
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watching = asyncio.create_task(watch())
+        chunk = b"<p>" + b"x" * 65_536 + b"</p>"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+        while not gone.is_set():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            self.streamed_bytes += len(chunk)
+            await asyncio.sleep(0)
+        watching.cancel()
 
     def _answer(self, method: str, path: str, user_agent: str) -> tuple[int, bytes, dict[str, str]]:
         now = time.monotonic()
@@ -179,8 +213,9 @@ class FakeSecServer:
         if method != "GET":
             return 405, b"", {}
         if path in self._served:
-            status, body = self._served[path]
-            return status, body, {}
+            return self._served[path]
+        if path in self._endless:
+            return 200, b"", {}
         body = self._body(host, path)
         if body is None:
             return 404, b"<html><body>Not Found</body></html>", {}

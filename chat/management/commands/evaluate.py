@@ -4,8 +4,9 @@
 Each row runs through `run_research` as the API runs it, a few at once; the judge model (EVAL_JUDGE_MODEL,
 default the research model) grades each answer against the row's reference and rubric. Every result is
 appended to `DIR/results.jsonl` as it finishes, so running the same command again resumes; `DIR/report.md`
-and `DIR/calibration.svg` are written at the end (and on an interruption, from what finished). The work is
-in `datascraper.evaluation`; this is its terminal.
+and `DIR/calibration.svg` are written at the end (and on an interruption, from what finished). DIR belongs
+to one question set (`DIR/manifest.json`): a DIR of another set is refused, untouched. The work is in
+`datascraper.evaluation`; this is its terminal.
 """
 
 from __future__ import annotations
@@ -18,17 +19,17 @@ from typing import cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from datascraper.evaluation.folder import FolderTaken, claim_folder
 from datascraper.evaluation.judge import Judge, judge_model
 from datascraper.evaluation.questions import EvalQuestion, QuestionSetInvalid, load_questions
 from datascraper.evaluation.report import write_report
-from datascraper.evaluation.results import ResultLog, load_results
+from datascraper.evaluation.results import RESULTS_NAME, ResultLog, load_results, row_key
 from datascraper.evaluation.runner import DEFAULT_CONCURRENCY, EvaluationProgress, run_evaluation
 from datascraper.market_data.session import warm_up_market_data
 from datascraper.models_config import get_research_config
 
 EXIT_INTERRUPTED = 130
 MAX_CONCURRENCY = 16
-RESULTS_NAME = "results.jsonl"
 BAR_WIDTH = 24
 VERDICT_MARKS = {"correct": "✓", "partially": "~", "wrong": "✗"}
 
@@ -49,8 +50,8 @@ class Command(BaseCommand):
             "--out",
             type=Path,
             default=None,
-            help="Where results.jsonl, report.md and calibration.svg go (default evaluations/<set name>). "
-            "Rows already in its results.jsonl are skipped: run again to resume.",
+            help="Where results.jsonl, report.md and calibration.svg go (default evaluations/<set name>); it "
+            "belongs to one question set. Rows already in its results.jsonl are skipped: run again to resume.",
         )
         parser.add_argument("--no-judge", action="store_true", help="Run and measure only; grade nothing.")
 
@@ -76,6 +77,10 @@ class Command(BaseCommand):
         if not config.is_configured:
             raise CommandError("provider_not_configured: set OPENAI_API_KEY to evaluate the answers.")
         out_dir = out if out is not None else Path("evaluations") / questions.stem
+        try:
+            claim = claim_folder(out_dir, questions)
+        except FolderTaken as exc:
+            raise CommandError(str(exc)) from None
         log = ResultLog(out_dir / RESULTS_NAME)
         judge = None if no_judge else Judge(judge_model(config))
         self.stderr.style_func = None  # progress is not an error: no red
@@ -84,10 +89,15 @@ class Command(BaseCommand):
         quiet = cast(int, options["verbosity"]) < 2
         if quiet:  # the router's per-run INFO records are for servers
             logging.disable(logging.INFO)
-        already = len(log.done_ids() & {row.id for row in rows})
+        already = len(log.done_keys() & {row_key(row) for row in rows})
         self.progress(
             f"» {len(rows)} questions from {questions}"
             + (f", {already} already in {log.path} (skipped)" if already else "")
+            + (
+                " (the set changed since its last run here: rows asked differently run again)"
+                if claim.set_changed
+                else ""
+            )
             + f"; {concurrency} at once; "
             + (f"judge {judge.model}" if judge else "no judge")
         )
@@ -111,8 +121,7 @@ class Command(BaseCommand):
     def report(
         self, rows: list[EvalQuestion], log: ResultLog, questions: Path, judge: Judge | None, baseline: Path | None
     ) -> Path:
-        ids = {row.id for row in rows}
-        results = [result for result in log.read() if result.id in ids]
+        results = log.results_for(rows)
         path = write_report(
             log.path.parent,
             results,

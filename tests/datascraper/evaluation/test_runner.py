@@ -101,3 +101,21 @@ async def test_a_result_carries_the_runs_measures() -> None:
     expected = (1000 * 0.75 + 200 * 4.5 + 2000 * 2.5 + 1000 * 0.25 + 500 * 15) / 1e6 + 2 * 0.01
     assert m.cost_usd == pytest.approx(expected)
     assert result.verdict is None and result.judge_model is None  # --no-judge
+
+
+async def test_a_row_whose_question_changed_is_answered_again_and_its_old_result_stands_no_more(
+    tmp_path: Path,
+) -> None:
+    log = ResultLog(tmp_path / "results.jsonl")
+    await run_evaluation(ROWS[:2], log, judge=None, research=router(lambda _: summary()))
+    edited = [ROWS[0], ROWS[1].model_copy(update={"question": "Question 2, for fiscal 2025?"})]
+    seen: list[str] = []
+
+    await run_evaluation(edited, log, judge=None, research=router(lambda _: summary(), seen=seen))
+
+    assert seen == ["Question 2, for fiscal 2025?"]
+    assert [(r.id, r.question) for r in log.results_for(edited)] == [
+        ("row-1", "Question 1?"),
+        ("row-2", "Question 2, for fiscal 2025?"),
+    ]
+    assert len(log.read()) == 3, "the earlier wording's result stays in the log, unreported"

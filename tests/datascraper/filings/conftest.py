@@ -4,15 +4,16 @@ service pointed at it, and the MCP server with the filing tools reached through 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import build_server
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.market_data.support import InMemoryMCP
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
@@ -49,9 +50,16 @@ def sleeps() -> RecordedSleeps:
     return RecordedSleeps()
 
 
+def most_in_any_second(times: list[float]) -> int:
+    return max((sum(1 for other in times if start <= other < start + 1.0) for start in times), default=0)
+
+
 @pytest.fixture
-def sec_config(fake_sec: FakeSecServer) -> FilingsConfig:
-    return FilingsConfig(user_agent=USER_AGENT, data_url=fake_sec.data_url, www_url=fake_sec.www_url)
+def sec_config(fake_sec: FakeSecServer, tmp_path: Path) -> FilingsConfig:
+    # Each test its own request budget on this machine, as a fresh process of its own machine would have.
+    return FilingsConfig(
+        user_agent=USER_AGENT, data_url=fake_sec.data_url, www_url=fake_sec.www_url, limiter_dir=str(tmp_path)
+    )
 
 
 @pytest.fixture

@@ -4,29 +4,22 @@ keeping us under ten requests a second, the cache sparing repeat requests, and e
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-import uuid
 
 import pytest
 
+from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.companies import find_company
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.errors import FilingNotFound, FilingsRateLimited, FilingsTimeout, FilingsUpstreamError
-from datascraper.filings.limiter import RequestLimiter
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.cache import TTLCache
-from tests.datascraper.filings.conftest import USER_AGENT, RecordedSleeps
+from tests.datascraper.filings.conftest import USER_AGENT, RecordedSleeps, most_in_any_second
 from tests.fakes.sec_server import FakeSecServer
 
 pytestmark = pytest.mark.timeout(30)
 
 DOCUMENT = "/Archives/edgar/data/320193/000032019324000123/aapl-20240928.htm"
-
-
-def most_in_any_second(times: list[float]) -> int:
-    return max(sum(1 for other in times if start <= other < start + 1.0) for start in times)
 
 
 async def test_every_request_carries_the_configured_user_agent(
@@ -158,44 +151,6 @@ async def test_concurrent_requests_stay_under_ten_a_second_at_the_sec(
     assert [r.status for r in fake_sec.requests] == [200] * 12
     assert most_in_any_second([r.at for r in fake_sec.requests]) <= 10
     await client.aclose()
-
-
-async def test_a_limiter_waits_no_longer_than_its_bound() -> None:
-    limiter = RequestLimiter(1, max_wait_s=0.0, namespace=f"test-{uuid.uuid4().hex}")
-    await limiter.acquire()
-
-    with pytest.raises(FilingsTimeout):
-        await limiter.acquire()
-
-
-@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL (make test-postgres sets it)")
-async def test_processes_sharing_redis_share_one_budget(sec_config: FilingsConfig, fake_sec: FakeSecServer) -> None:
-    # Two clients with their own limiters, as two processes would have, drawing on one Redis window.
-    namespace = f"test-{uuid.uuid4().hex}"
-    clients = [
-        SecClient(sec_config, limiter=RequestLimiter(10, 2, redis_url=os.environ["REDIS_URL"], namespace=namespace))
-        for _ in range(2)
-    ]
-    started = time.monotonic()
-
-    await asyncio.gather(*(clients[n % 2].get(f"{fake_sec.www_url}{DOCUMENT}") for n in range(12)))
-
-    assert time.monotonic() - started >= 1.9
-    assert [r.status for r in fake_sec.requests] == [200] * 12
-    assert most_in_any_second([r.at for r in fake_sec.requests]) <= 10
-    for client in clients:
-        await client.aclose()
-
-
-async def test_a_limiter_whose_redis_is_down_limits_in_its_process_instead(caplog: pytest.LogCaptureFixture) -> None:
-    limiter = RequestLimiter(2, 1, redis_url="redis://127.0.0.1:9/0", namespace=f"test-{uuid.uuid4().hex}")
-    started = time.monotonic()
-
-    for _ in range(3):
-        await limiter.acquire()
-
-    assert time.monotonic() - started >= 0.9  # the third waited: still limited, now per process
-    assert "limiting in this process instead" in caplog.text
 
 
 async def test_after_a_block_the_cache_still_answers_and_requests_resume_after_the_cool_down(

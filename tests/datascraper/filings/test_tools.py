@@ -398,7 +398,7 @@ async def test_without_a_user_agent_every_filing_tool_answers_not_configured_and
     from datascraper.filings.client import SecClient
     from datascraper.filings.config import FilingsConfig
     from datascraper.filings.service import FilingsService
-    from datascraper.market_data.server import build_server
+    from datascraper.mcp_server import build_server
 
     unconfigured = FilingsService(SecClient(FilingsConfig(data_url=fake_sec.data_url, www_url=fake_sec.www_url)))
     client = InMemoryMCP(build_server(filings=unconfigured))

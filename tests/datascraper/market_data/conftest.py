@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from datascraper.market_data.cache import TTLCache
-from datascraper.market_data.server import MarketDataServer, build_server
+from datascraper.cache import TTLCache
 from datascraper.market_data.session import MarketDataClient
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import MarketDataServer, build_server
 from tests.datascraper.market_data.support import InMemoryMCP, launcher_parameters
 from tests.fakes.yfinance import FakeYahoo
 

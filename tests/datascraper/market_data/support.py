@@ -10,8 +10,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, Tool
 
-from datascraper.market_data.server import MarketDataServer
 from datascraper.market_data.session import PROJECT_ROOT
+from datascraper.mcp_server import MarketDataServer
 
 
 class InMemoryMCP:

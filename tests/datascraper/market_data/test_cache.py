@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from datascraper import mcp_server
-from datascraper.market_data.cache import DjangoCacheStore, MemoryCacheStore, TTLCache
-from datascraper.market_data.server import build_server
+from datascraper.cache import DjangoCacheStore, Measured, MemoryCacheStore, TTLCache
 from datascraper.market_data.yahoo import QUOTE_TTL_S, YahooFinanceAdapter
+from datascraper.mcp_server import build_server
 from tests.datascraper.market_data.support import InMemoryMCP
 from tests.fakes.yfinance import FakeYahoo
 
@@ -32,7 +32,7 @@ class BrokenStore:
     async def get(self, key: str) -> Any | None:
         raise ConnectionError("redis is down")
 
-    async def set(self, key: str, value: Any, ttl_s: float) -> None:
+    async def set(self, key: str, value: Any, ttl_s: float, size: int | None = None) -> None:
         raise ConnectionError("redis is down")
 
 
@@ -45,7 +45,7 @@ class HangingStore:
     async def get(self, key: str) -> Any | None:
         await asyncio.Event().wait()
 
-    async def set(self, key: str, value: Any, ttl_s: float) -> None:
+    async def set(self, key: str, value: Any, ttl_s: float, size: int | None = None) -> None:
         self.writes += 1
         await asyncio.Event().wait()
 
@@ -69,12 +69,38 @@ async def test_entries_expire_after_their_ttl() -> None:
     assert await store.get("k") is None
 
 
-async def test_the_store_is_bounded_and_evicts_the_oldest() -> None:
-    store = MemoryCacheStore(max_entries=2)
+async def test_the_store_is_bounded_in_bytes_and_evicts_the_oldest() -> None:
+    megabyte = "x" * 1_000_000
+    store = MemoryCacheStore(max_bytes=2_500_000)
     for key in ("a", "b", "c"):
-        await store.set(key, key, ttl_s=60)
+        await store.set(key, key + megabyte, ttl_s=60)
 
-    assert [await store.get(key) for key in ("a", "b", "c")] == [None, "b", "c"]
+    assert [await store.get(key) is not None for key in ("a", "b", "c")] == [False, True, True]
+    assert 2_000_000 < store.bytes <= 2_500_000
+
+
+async def test_a_value_bigger_than_the_whole_store_is_not_kept() -> None:
+    store = MemoryCacheStore(max_bytes=1_000_000)
+    await store.set("small", {"price": 1.0}, ttl_s=60)
+
+    await store.set("huge", ["x" * 600_000, "y" * 600_000], ttl_s=60)
+
+    assert await store.get("huge") is None
+    assert await store.get("small") == {"price": 1.0}
+
+
+async def test_a_fetch_that_knows_its_value_s_size_says_so() -> None:
+    # Walking megabytes of parsed JSON would be slow: the SEC client gives the size it read instead.
+    store = MemoryCacheStore(max_bytes=1_000)
+    cache = TTLCache(store)
+
+    async def fetch() -> Measured:
+        return Measured({"facts": 1}, 5_000)
+
+    value = await cache.get_or_fetch("facts", 60, fetch)
+
+    assert value == {"facts": 1}
+    assert await store.get("facts") is None  # counted as 5,000 bytes: more than the store holds
 
 
 async def test_concurrent_identical_fetches_run_once() -> None:
@@ -203,9 +229,16 @@ async def test_the_django_cache_backs_the_store_inside_the_app(fake_yahoo: FakeY
     assert await django_cache.aget("market_data:v1:quote:MSFT") == first.model_dump(mode="json")
 
 
-def test_the_entry_point_uses_django_cache_only_when_django_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_entry_point_uses_django_cache_only_when_django_shares_it_through_redis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "config.settings")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/15")
     assert isinstance(mcp_server.build_cache().store, DjangoCacheStore)
+
+    # Without Redis, Django's cache would be its in-process one, bounded in entries, not bytes.
+    monkeypatch.setenv("REDIS_URL", "")
+    assert isinstance(mcp_server.build_cache().store, MemoryCacheStore)
 
     monkeypatch.delenv("DJANGO_SETTINGS_MODULE")
     assert isinstance(mcp_server.build_cache().store, MemoryCacheStore)

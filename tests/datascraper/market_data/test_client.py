@@ -11,12 +11,11 @@ from collections.abc import Iterator
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
+from datascraper.cache import TTLCache
 from datascraper.errors import ResearchError
 from datascraper.market_data import session as session_module
-from datascraper.market_data.cache import TTLCache
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
 from datascraper.market_data.fetch import MAX_TICKERS, fetch_market_data
-from datascraper.market_data.server import MarketDataServer, build_server
 from datascraper.market_data.session import (
     MarketDataClient,
     close_market_data_client,
@@ -25,6 +24,7 @@ from datascraper.market_data.session import (
     set_market_data_client,
 )
 from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import MarketDataServer, build_server
 from datascraper.schemas import MarketDataKind
 from tests.fakes.yfinance import FakeYahoo
 

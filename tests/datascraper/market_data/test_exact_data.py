@@ -11,7 +11,7 @@ from datetime import date, timedelta
 import pandas as pd
 import pytest
 
-from datascraper.market_data.cache import MemoryCacheStore, TTLCache
+from datascraper.cache import MemoryCacheStore, TTLCache
 from datascraper.market_data.errors import MarketDataRateLimited, MarketDataUpstreamError
 from datascraper.market_data.values import main_unit
 from datascraper.market_data.yahoo import FUNDAMENTALS_TTL_S, YahooFinanceAdapter

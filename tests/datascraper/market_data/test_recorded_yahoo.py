@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from datascraper.market_data.cache import TTLCache
+from datascraper.cache import TTLCache
 from datascraper.market_data.schemas import StockSplit
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.query_analyzer import FastPathMatch

@@ -10,7 +10,7 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from datascraper.market_data.cache import MemoryCacheStore, TTLCache
+from datascraper.cache import MemoryCacheStore, TTLCache
 from datascraper.market_data.history import splits_in
 from datascraper.market_data.schemas import StockSplit
 from datascraper.market_data.yahoo import FUNDAMENTALS_TTL_S, HISTORY_TTL_S, YahooFinanceAdapter

@@ -1,18 +1,20 @@
 """The TTL cache the tools share, with single-flight so concurrent identical requests make one upstream call.
 
-Storage is pluggable: in-process by default, Django's cache framework (Redis when configured) when the
-server runs inside the app. Single-flight is per process and per event loop; it sits above the storage,
-so it works the same for both. Values must be JSON-able (the adapter stores model dumps), so any cache
-backend can hold them.
+Storage is pluggable: in-process by default, bounded in bytes; Django's cache framework (Redis) when the
+server runs inside an app with Redis. Single-flight is per process and per event loop; it sits above the
+storage, so it works the same for both. Values must be JSON-able (the adapter stores model dumps), so any
+cache backend can hold them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -21,43 +23,85 @@ Clock = Callable[[], float]
 
 # A read or write slower than this is skipped: a cache that stops answering must not hold up a tool call.
 DEFAULT_STORE_TIMEOUT_S = 0.5
+# The in-process store's bound: a filed document's text is up to a few MB, a large filer's parsed company
+# facts some tens of MB.
+DEFAULT_MAX_BYTES = 128 * 2**20
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a fetch may return instead of its value: the value with the bytes it holds in memory, when the
+    fetcher knows them better than `approximate_size` (which walks every object: slow for megabytes of
+    parsed JSON)."""
+
+    value: Any
+    size: int
 
 
 class CacheStore(Protocol):
-    """Where cached values live. `get` returns None on a miss or an expired entry."""
+    """Where cached values live. `get` returns None on a miss or an expired entry; `size` is the value's
+    bytes in memory when known (`approximate_size` otherwise), for a store bounded in bytes."""
 
     async def get(self, key: str) -> Any | None: ...
 
-    async def set(self, key: str, value: Any, ttl_s: float) -> None: ...
+    async def set(self, key: str, value: Any, ttl_s: float, size: int | None = None) -> None: ...
+
+
+def approximate_size(value: Any) -> int:
+    """The bytes `value` holds in Python objects: the object, and what its dicts, lists and tuples hold."""
+    total, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        total += sys.getsizeof(item)
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return total
 
 
 class MemoryCacheStore:
-    """An in-process store, bounded in entries; the oldest entry goes first when full."""
+    """An in-process store, bounded in bytes (each value's `size`); the oldest entries go first when full.
+    A value bigger than the whole bound is not kept."""
 
-    def __init__(self, *, max_entries: int = 2048, clock: Clock = time.monotonic) -> None:
-        self._entries: OrderedDict[str, tuple[float, Any]] = OrderedDict()
-        self._max_entries = max_entries
+    def __init__(self, *, max_bytes: int = DEFAULT_MAX_BYTES, clock: Clock = time.monotonic) -> None:
+        self._entries: OrderedDict[str, tuple[float, Any, int]] = OrderedDict()
+        self._max_bytes = max_bytes
         self._clock = clock
+        self.bytes = 0
 
     async def get(self, key: str) -> Any | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        expires_at, value = entry
+        expires_at, value, _ = entry
         if expires_at <= self._clock():
-            del self._entries[key]
+            self._drop(key)
             return None
         return value
 
-    async def set(self, key: str, value: Any, ttl_s: float) -> None:
-        self._entries.pop(key, None)
-        self._entries[key] = (self._clock() + ttl_s, value)
-        while len(self._entries) > self._max_entries:
-            self._entries.popitem(last=False)
+    async def set(self, key: str, value: Any, ttl_s: float, size: int | None = None) -> None:
+        self._drop(key)
+        size = approximate_size(value) if size is None else size
+        if size > self._max_bytes:
+            logger.info("Not caching %s: %d bytes, more than the cache's %d.", key, size, self._max_bytes)
+            return
+        while self._entries and self.bytes + size > self._max_bytes:
+            self._drop(next(iter(self._entries)))
+        self._entries[key] = (self._clock() + ttl_s, value, size)
+        self.bytes += size
+
+    def _drop(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.bytes -= entry[2]
 
 
 class DjangoCacheStore:
-    """Django's default cache (Redis when REDIS_URL is set). Use only once Django is configured."""
+    """Django's default cache (Redis when REDIS_URL is set). Use only once Django is configured.
+
+    Redis bounds its own memory (`maxmemory` and its eviction policy, the operator's), so `size` is unused."""
 
     def __init__(self, alias: str = "default") -> None:
         # Imported here: this package stays importable, and usable, without Django.
@@ -68,7 +112,7 @@ class DjangoCacheStore:
     async def get(self, key: str) -> Any | None:
         return await self._cache.aget(key)
 
-    async def set(self, key: str, value: Any, ttl_s: float) -> None:
+    async def set(self, key: str, value: Any, ttl_s: float, size: int | None = None) -> None:
         await self._cache.aset(key, value, timeout=ttl_s)
 
 
@@ -100,9 +144,10 @@ class TTLCache:
         return await asyncio.shield(task)
 
     async def _fetch_and_store(self, key: str, ttl_s: float, fetch: Callable[[], Awaitable[Any]]) -> Any:
-        value = await fetch()
+        fetched = await fetch()
+        value, size = (fetched.value, fetched.size) if isinstance(fetched, Measured) else (fetched, None)
         try:
-            await asyncio.wait_for(self.store.set(key, value, ttl_s), self.store_timeout_s)
+            await asyncio.wait_for(self.store.set(key, value, ttl_s, size), self.store_timeout_s)
         except TimeoutError:
             self._timed_out("write", key)
         except Exception as exc:
