@@ -28,12 +28,14 @@ sys.path.insert(0, str(ROOT))
 
 from datascraper.market_data.schemas import MarketDataFinding, ToolResult  # noqa: E402
 from datascraper.models_config import ResearchConfig  # noqa: E402
+from datascraper.plan_schemas import GapReport  # noqa: E402
 from datascraper.research_engine.confidence import assess, targeted_follow_ups  # noqa: E402
 from datascraper.research_engine.gap_detector import known_contradictions  # noqa: E402
 from datascraper.research_engine.source_types import registered_domain  # noqa: E402
 from datascraper.research_engine.state import Finding, PlannedStep  # noqa: E402
 from datascraper.research_engine.trace import trace_entry  # noqa: E402
-from datascraper.schemas import Contradiction, GapReport, Source  # noqa: E402
+from datascraper.schemas import Source  # noqa: E402
+from datascraper.trace_schemas import Contradiction  # noqa: E402
 
 TARGET_MS = 5.0
 TODAY = date(2025, 6, 13)

@@ -54,8 +54,9 @@ from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
 from datascraper.mcp_server import build_server  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
 from datascraper.openai_search import WEB_SEARCH_TOOL  # noqa: E402
+from datascraper.plan_schemas import GapReport, QueryAnalysis, SubQuestion  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
-from datascraper.schemas import GapReport, QueryAnalysis, ResearchQuery, StepEvent, SubQuestion  # noqa: E402
+from datascraper.schemas import ResearchQuery, StepEvent  # noqa: E402
 from tests.fakes.openai_server import (  # noqa: E402
     FakeOpenAIServer,
     JsonReply,

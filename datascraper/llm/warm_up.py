@@ -11,7 +11,7 @@ from openai import AsyncOpenAI
 from datascraper.llm.client import get_openai_client
 from datascraper.llm.structured import text_format
 from datascraper.models_config import get_research_config
-from datascraper.schemas import GapReport, QueryAnalysis
+from datascraper.plan_schemas import GapReport, QueryAnalysis
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from datascraper.filings.schemas import ReportedFigure
 from datascraper.formatting import humanize, plain_number
 from datascraper.market_data.schemas import FinancialStatement
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import Contradiction, DerivedInput, Fact, FactSource
+from datascraper.schemas import DerivedInput, Fact, FactSource
+from datascraper.trace_schemas import Contradiction
 
 # Beyond rounding: companies report in thousands or millions and Yahoo restates into its own lines, so a
 # tenth of a percent; per-share figures are reported to the cent.

@@ -24,6 +24,7 @@ from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
+from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.periods.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
 from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
@@ -34,7 +35,6 @@ from datascraper.schemas import (
     StepEvent,
     StepRoute,
     StepState,
-    SubQuestion,
     UsageLedger,
     is_filing_data,
 )

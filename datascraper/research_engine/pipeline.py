@@ -46,6 +46,7 @@ from collections.abc import AsyncIterator
 from datascraper.citations import Verification, verify_citations
 from datascraper.errors import DeadlineExceeded, ProviderNotConfigured, ResearchError
 from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.plan_schemas import QueryAnalysis, SubQuestion
 from datascraper.query_analyzer import analyze_query, match_fast_path
 from datascraper.research_engine.bypass import SpeculativeSearch, answer_from_quote, answer_with_one_search
 from datascraper.research_engine.charts import charts_for
@@ -67,12 +68,10 @@ from datascraper.research_engine.trace import checked_confidence, low_confidence
 from datascraper.schemas import (
     DeltaEvent,
     PlanEvent,
-    QueryAnalysis,
     ResearchEvent,
     ResearchQuery,
     SourcesEvent,
     StatusEvent,
-    SubQuestion,
     VerificationEvent,
 )
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from datascraper.plan_schemas import GapReport, SubQuestion
 from datascraper.research_engine.checkpoint import checkpoint
 from datascraper.research_engine.confidence import EvidenceAssessment, WeakArea, assess, targeted_follow_ups
 from datascraper.research_engine.executor import execute_round
@@ -31,18 +32,8 @@ from datascraper.research_engine.state import (
     plan_steps,
 )
 from datascraper.research_engine.trace import round_event, trace_entry
-from datascraper.schemas import (
-    Contradiction,
-    GapReport,
-    GoOnReason,
-    PlanChange,
-    PlanEvent,
-    ResearchEvent,
-    RoundEvent,
-    StatusEvent,
-    StopReason,
-    SubQuestion,
-)
+from datascraper.schemas import PlanEvent, ResearchEvent, RoundEvent, StatusEvent
+from datascraper.trace_schemas import Contradiction, GoOnReason, PlanChange, StopReason
 
 logger = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from datascraper.errors import DeadlineExceeded
 from datascraper.filings.research import FilingFinding, disclosure_data
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
+from datascraper.plan_schemas import SubQuestion
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
 from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar
 from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
@@ -28,15 +29,12 @@ from datascraper.schemas import (
     PlannedSubQuestion,
     ResearchQuery,
     Route,
-    RunConfidence,
     Source,
-    StopReason,
-    SubQuestion,
     SubQuestionType,
-    TraceEntry,
     UsageLedger,
     is_filing_data,
 )
+from datascraper.trace_schemas import RunConfidence, StopReason, TraceEntry
 
 FindingStatus = Literal["answered", "failed", "deferred"]
 T = TypeVar("T")

@@ -37,18 +37,10 @@ from datascraper.research_engine.cross_check import cite_filings, filing_contrad
 from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import (
-    ChatTurn,
-    Contradiction,
-    DeltaEvent,
-    Fact,
-    Source,
-    SourceKind,
-    UsageLedger,
-    is_filing_data,
-)
+from datascraper.schemas import ChatTurn, DeltaEvent, Fact, Source, SourceKind, UsageLedger, is_filing_data
 from datascraper.sources import clean_url
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
+from datascraper.trace_schemas import Contradiction
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
 MARKET_DATA_PAYLOAD_CHARS = 8_000

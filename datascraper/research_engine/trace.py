@@ -17,16 +17,8 @@ from collections.abc import Sequence
 from datascraper import prompts
 from datascraper.citations.fetcher import reason_text
 from datascraper.research_engine.confidence import EvidenceAssessment, describe_contradiction
-from datascraper.schemas import (
-    CitationCheck,
-    Contradiction,
-    GoOnReason,
-    PlanChange,
-    RoundEvent,
-    RunConfidence,
-    StopReason,
-    TraceEntry,
-)
+from datascraper.schemas import CitationCheck, RoundEvent
+from datascraper.trace_schemas import Contradiction, GoOnReason, PlanChange, RunConfidence, StopReason, TraceEntry
 
 # Items of "still uncertain" named in the summary text (all of them stay in the data).
 SUMMARY_UNCERTAIN_ITEMS = 3

@@ -32,23 +32,20 @@ from datascraper.schemas import (
     ChartEvent,
     ChartSeries,
     CitationCheck,
-    Confidence,
-    Contradiction,
     DeltaEvent,
     PlanEvent,
     PlannedSubQuestion,
     ResearchEvent,
     ResearchQuery,
     RoundEvent,
-    RunConfidence,
     RunSummary,
     Source,
     SourcesEvent,
     StatusEvent,
     StepEvent,
-    TraceEntry,
     VerificationEvent,
 )
+from datascraper.trace_schemas import Confidence, Contradiction, RunConfidence, TraceEntry
 from tests.datascraper.conftest import market_data  # noqa: F401 (the fixture)
 from tests.datascraper.research_support import gaps, script_analysis, script_gaps, script_synthesis, sub
 from tests.datascraper.test_charts_and_as_of import statement_finding

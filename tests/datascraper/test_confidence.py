@@ -21,7 +21,8 @@ from datascraper.research_engine.source_types import (
     registered_domain,
 )
 from datascraper.research_engine.state import Finding, PlannedStep
-from datascraper.schemas import Contradiction, Source
+from datascraper.schemas import Source
+from datascraper.trace_schemas import Contradiction
 
 TODAY = date(2025, 6, 13)
 WEIGHTS = ConfidenceWeights()

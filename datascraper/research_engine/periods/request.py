@@ -22,6 +22,7 @@ import math
 from datetime import date, timedelta
 
 from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod, MarketDataRequest
+from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.periods.fiscal_calendar import (
     FiscalAsk,
     FiscalCalendar,
@@ -36,7 +37,7 @@ from datascraper.research_engine.periods.wording import (
     read_fiscal_wording,
     read_wording,
 )
-from datascraper.schemas import MarketDataKind, StatementFrequency, SubQuestion, is_filing_data
+from datascraper.schemas import MarketDataKind, StatementFrequency, is_filing_data
 
 # How many statements a request may ask for: three years of quarters, ten fiscal years. Earnings reports
 # are quarterly, so they share the quarterly bound.

@@ -17,9 +17,9 @@ from datascraper.filings.research import (
 )
 from datascraper.filings.schemas import ReportedFigures
 from datascraper.market_data.schemas import FinancialStatement, MarketDataFinding, StatementLine, ToolResult
+from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.cross_check import agree, filing_contradictions
 from datascraper.research_engine.state import Finding, plan_steps
-from datascraper.schemas import SubQuestion
 
 
 @pytest.mark.parametrize(
