@@ -163,7 +163,15 @@ async def round_verdict(state: RunState, n: int, *, asked: set[str], previous_sc
     if reason is None:
         gaps_remain = not report.complete and report.score < config.completeness_threshold and bool(follow_ups)
         goes_on_because = "gaps" if gaps_remain else "shallow" if evidence.confidence.shallow else "below_threshold"
-    return RoundVerdict(evidence, reason, report, contradictions, follow_ups, targeted, goes_on_because)
+    return RoundVerdict(
+        evidence,
+        reason,
+        report=report,
+        contradictions=contradictions,
+        follow_ups=follow_ups,
+        targeted=targeted,
+        goes_on_because=goes_on_because,
+    )
 
 
 def unjudged_verdict(state: RunState, miss: PlannerMiss) -> RoundVerdict:
