@@ -27,9 +27,9 @@ from datascraper.filings.limiter import budget_sharing
 from datascraper.llm import parse_structured
 from datascraper.llm.lifecycle import ModelLifecycleReport, check_models
 from datascraper.market_data.errors import MarketDataError
-from datascraper.market_data.session import get_market_data_client
 from datascraper.models_config import ResearchConfig, get_research_config
 from datascraper.openai_search import WebSearchStream
+from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import UsageLedger
 
 Status = Literal["ok", "warn", "fail", "skip"]

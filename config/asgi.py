@@ -20,7 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from datascraper.llm import warm_up_models
 from datascraper.llm.lifecycle import start_model_check
-from datascraper.market_data.session import close_market_data_client, start_market_data
+from datascraper.research_engine.data.market_data_client import close_market_data_client, start_market_data
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -27,7 +27,7 @@ from chat.models import ResearchRun
 from chat.services import leases, runs
 from datascraper.llm import warm_up_models
 from datascraper.llm.lifecycle import start_model_check
-from datascraper.market_data.session import start_market_data
+from datascraper.research_engine.data.market_data_client import start_market_data
 
 logger = logging.getLogger(__name__)
 

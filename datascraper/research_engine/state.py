@@ -14,11 +14,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
-from datascraper.filings.research import FilingFinding, disclosure_data
 from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.plan_schemas import SubQuestion
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
+from datascraper.research_engine.data.filing_disclosures import disclosure_data
+from datascraper.research_engine.data.filings import FilingFinding
 from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar
 from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
 from datascraper.schemas import (

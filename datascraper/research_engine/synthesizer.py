@@ -21,7 +21,6 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.filings.research import FilingFinding, cited_lines, figure_sources, filing_sources
 from datascraper.filings.schemas import (
     FilingList,
     FilingSection,
@@ -34,6 +33,7 @@ from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult,
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
+from datascraper.research_engine.data.filings import FilingFinding, cited_lines, figure_sources, filing_sources
 from datascraper.research_engine.facts import compute_facts, shown
 from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.state import Finding

@@ -16,9 +16,10 @@ from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.mcp_server import build_server
+from datascraper.research_engine.data.market_data_client import set_market_data_client
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
 from tests.fakes.openai_server import NO_CREDIT, JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article

@@ -19,10 +19,10 @@ from mcp_types import CallToolResult, TextContent
 
 from datascraper.filings.tools import FILING_TOOL_NAMES
 from datascraper.market_data.schemas import FinancialStatement, MarketDataRequest, StatementLine
-from datascraper.market_data.session import set_market_data_client
 from datascraper.models_config import get_research_config
 from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.charts import charts_for
+from datascraper.research_engine.data.market_data_client import set_market_data_client
 from datascraper.research_engine.executor import SubQuestionAttempt, answer_sub_question
 from datascraper.research_engine.facts import compute_facts
 from datascraper.research_engine.periods.as_of import period_label

@@ -25,8 +25,8 @@ from datascraper.evaluation.questions import EvalQuestion, QuestionSetInvalid, l
 from datascraper.evaluation.report import write_report
 from datascraper.evaluation.results import RESULTS_NAME, ResultLog, load_results, row_key
 from datascraper.evaluation.runner import DEFAULT_CONCURRENCY, EvaluationProgress, run_evaluation
-from datascraper.market_data.session import warm_up_market_data
 from datascraper.models_config import get_research_config
+from datascraper.research_engine.data.market_data_client import warm_up_market_data
 
 EXIT_INTERRUPTED = 130
 MAX_CONCURRENCY = 16

@@ -18,7 +18,6 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import date
 
-from datascraper.market_data.fetch import MAX_TICKERS, fetch_market_data
 from datascraper.market_data.schemas import (
     FinancialStatement,
     MarketDataFinding,
@@ -26,6 +25,7 @@ from datascraper.market_data.schemas import (
     ToolFailure,
     ToolResult,
 )
+from datascraper.research_engine.data.market_data import MAX_TICKERS, fetch_market_data
 from datascraper.research_engine.periods.as_of import period_label
 from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar, infer_calendar
 from datascraper.research_engine.periods.request import resolve_fiscal
