@@ -36,15 +36,10 @@ from datascraper.filings.service import MAX_SECTION_CHARS
 from datascraper.filings.tools import FilingToolName
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
 from datascraper.market_data.fetch import MAX_TICKERS, tool_failure
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataRequest,
-    StatementKind,
-    StatementLine,
-    ToolFailure,
-    ToolResult,
-)
+from datascraper.market_data.finding_schemas import MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.schemas import StatementKind
 from datascraper.market_data.session import get_market_data_client
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.schemas import FilingDataKind, MarketDataKind, Source
 
 if TYPE_CHECKING:  # research_engine imports this module

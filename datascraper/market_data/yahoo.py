@@ -48,13 +48,9 @@ from datascraper.market_data.errors import (
 from datascraper.market_data.history import HistoryAsked, price_history, splits_in
 from datascraper.market_data.schemas import (
     DEFAULT_NEWS_ITEMS,
-    ESSENTIAL_STATEMENT_LINES,
     MAX_NEWS_ITEMS,
     AnalystRatings,
     CompanyProfile,
-    Earnings,
-    EarningsEvent,
-    FinancialStatement,
     HistoryInterval,
     HistoryPeriod,
     MarketDataResult,
@@ -66,8 +62,14 @@ from datascraper.market_data.schemas import (
     RecommendationTrend,
     StatementFrequency,
     StatementKind,
-    StatementLine,
     StockSplit,
+)
+from datascraper.market_data.statement_schemas import (
+    ESSENTIAL_STATEMENT_LINES,
+    Earnings,
+    EarningsEvent,
+    FinancialStatement,
+    StatementLine,
 )
 from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.market_data.values import (

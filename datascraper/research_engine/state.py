@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
 from datascraper.filings.research import FilingFinding, disclosure_data
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.plan_schemas import SubQuestion
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from datascraper.market_data.fetch import fetch_market_data
-from datascraper.market_data.schemas import MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataRequest
 from datascraper.market_data.session import get_market_data_client
 from datascraper.plan_schemas import QueryAnalysis, SubQuestion
 from datascraper.research_engine import run_research

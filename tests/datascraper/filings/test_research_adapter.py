@@ -16,7 +16,8 @@ from datascraper.filings.research import (
     section_for,
 )
 from datascraper.filings.schemas import ReportedFigures
-from datascraper.market_data.schemas import FinancialStatement, MarketDataFinding, StatementLine, ToolResult
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.cross_check import agree, filing_contradictions
 from datascraper.research_engine.state import Finding, plan_steps
