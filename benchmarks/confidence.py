@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from datascraper.market_data.schemas import MarketDataFinding, ToolResult  # noqa: E402
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult  # noqa: E402
 from datascraper.models_config import ResearchConfig  # noqa: E402
 from datascraper.plan_schemas import GapReport  # noqa: E402
 from datascraper.research_engine.confidence import assess, targeted_follow_ups  # noqa: E402

@@ -16,7 +16,7 @@ from datetime import date
 from datascraper.filings.concepts import YAHOO_LINES, as_filed
 from datascraper.filings.schemas import ReportedFigure
 from datascraper.formatting import humanize, plain_number
-from datascraper.market_data.schemas import FinancialStatement
+from datascraper.market_data.statement_schemas import FinancialStatement
 from datascraper.research_engine.data.filings import figure_source, figure_sources
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import DerivedInput, Fact, FactSource

@@ -29,14 +29,13 @@ from datetime import date, datetime
 from itertools import combinations
 
 from datascraper.formatting import fmt, humanize
-from datascraper.market_data.schemas import (
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.schemas import PriceHistory
+from datascraper.market_data.statement_schemas import (
     PREVIOUS_PERIOD_DAYS,
     YEAR_EARLIER_DAYS,
     Earnings,
     FinancialStatement,
-    MarketDataFinding,
-    PriceHistory,
-    ToolResult,
 )
 from datascraper.research_engine.charts import lines_asked
 from datascraper.research_engine.fact_arithmetic import (

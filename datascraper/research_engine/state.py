@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
 from datascraper.plan_schemas import SubQuestion
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome

@@ -29,7 +29,8 @@ from datascraper.filings.schemas import (
     ReportedFigures,
 )
 from datascraper.formatting import fmt, plain_number
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.schemas import MarketDataResult
 from datascraper.models_config import ResearchConfig
 from datascraper.openai_search import WebSearchStream
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions

@@ -11,7 +11,7 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from datascraper.market_data.schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
 from datascraper.models_config import ConfidenceWeights, ResearchConfig
 from datascraper.research_engine.confidence import assess, targeted_follow_ups
 from datascraper.research_engine.source_types import (

@@ -18,7 +18,8 @@ import pytest
 from mcp_types import CallToolResult, TextContent
 
 from datascraper.filings.tools import FILING_TOOL_NAMES
-from datascraper.market_data.schemas import FinancialStatement, MarketDataRequest, StatementLine
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.models_config import get_research_config
 from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.charts import charts_for

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from datascraper.market_data.schemas import MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataRequest
 from datascraper.plan_schemas import QueryAnalysis, SubQuestion
 from datascraper.research_engine import run_research
 from datascraper.research_engine.data.market_data import fetch_market_data

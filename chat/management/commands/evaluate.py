@@ -89,18 +89,7 @@ class Command(BaseCommand):
         quiet = cast(int, options["verbosity"]) < 2
         if quiet:  # the router's per-run INFO records are for servers
             logging.disable(logging.INFO)
-        already = len(log.done_keys() & {row_key(row) for row in rows})
-        self.progress(
-            f"» {len(rows)} questions from {questions}"
-            + (f", {already} already in {log.path} (skipped)" if already else "")
-            + (
-                " (the set changed since its last run here: rows asked differently run again)"
-                if claim.set_changed
-                else ""
-            )
-            + f"; {concurrency} at once; "
-            + (f"judge {judge.model}" if judge else "no judge")
-        )
+        self.progress(_opening_line(rows, questions, log, claim.set_changed, concurrency, judge))
         warm_up_market_data()
         interrupted = False
         try:
@@ -159,3 +148,17 @@ class Command(BaseCommand):
     def progress(self, line: str) -> None:
         self.stderr.write(line)
         self.stderr.flush()
+
+
+def _opening_line(
+    rows: list[EvalQuestion], questions: Path, log: ResultLog, set_changed: bool, concurrency: int, judge: Judge | None
+) -> str:
+    """What is about to run: the questions, those already done (skipped), and how."""
+    already = len(log.done_keys() & {row_key(row) for row in rows})
+    return (
+        f"» {len(rows)} questions from {questions}"
+        + (f", {already} already in {log.path} (skipped)" if already else "")
+        + (" (the set changed since its last run here: rows asked differently run again)" if set_changed else "")
+        + f"; {concurrency} at once; "
+        + (f"judge {judge.model}" if judge else "no judge")
+    )

@@ -33,14 +33,9 @@ from datascraper.filings.schemas import (
 )
 from datascraper.filings.tools import FilingToolName
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataRequest,
-    StatementKind,
-    StatementLine,
-    ToolFailure,
-    ToolResult,
-)
+from datascraper.market_data.finding_schemas import MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.schemas import StatementKind
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.research_engine.data.market_data import MAX_TICKERS, tool_failure
 from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import MarketDataKind, Source

@@ -13,16 +13,9 @@ from typing import Any, get_args
 from mcp_types import CallToolResult
 
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
-from datascraper.market_data.schemas import (
-    Earnings,
-    ErrorCode,
-    FinancialStatement,
-    MarketDataFinding,
-    MarketDataRequest,
-    ToolFailure,
-    ToolName,
-    ToolResult,
-)
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.schemas import ErrorCode, ToolName
+from datascraper.market_data.statement_schemas import Earnings, FinancialStatement
 from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import MarketDataKind
 

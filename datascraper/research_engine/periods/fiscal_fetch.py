@@ -18,13 +18,8 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import date
 
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataFinding,
-    MarketDataRequest,
-    ToolFailure,
-    ToolResult,
-)
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.statement_schemas import FinancialStatement
 from datascraper.research_engine.data.market_data import MAX_TICKERS, fetch_market_data
 from datascraper.research_engine.periods.as_of import period_label
 from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar, infer_calendar

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from datetime import date, timedelta
 
-from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod, MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod
 from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.periods.fiscal_calendar import (
     FiscalAsk,

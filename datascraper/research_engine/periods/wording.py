@@ -13,7 +13,8 @@ import math
 import re
 from datetime import date, timedelta
 
-from datascraper.market_data.schemas import HistoryInterval, HistoryPeriod, MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.market_data.schemas import HistoryInterval, HistoryPeriod
 from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalPeriodRef, calendar_period
 from datascraper.schemas import MarketDataKind
 

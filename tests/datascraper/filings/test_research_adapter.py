@@ -8,7 +8,8 @@ from datetime import UTC, date, datetime
 import pytest
 
 from datascraper.filings.schemas import ReportedFigures
-from datascraper.market_data.schemas import FinancialStatement, MarketDataFinding, StatementLine, ToolResult
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.cross_check import agree, filing_contradictions
 from datascraper.research_engine.data.filing_disclosures import (
