@@ -99,11 +99,11 @@ def _relay(stream: IO[str], on_line: Callable[[str], None], last_line: list[str]
 
 def _stop(child: subprocess.Popen[str], *, already_asked: bool = False) -> None:
     """Ask the child to stop as Ctrl-C does (unless the terminal's Ctrl-C already did), then kill it if it
-    has not exited within the grace period."""
+    has not exited within the grace period (or at a second Ctrl-C)."""
     if not already_asked:
         child.send_signal(signal.SIGINT)
     try:
         child.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):  # a second Ctrl-C: no more waiting
         child.kill()
         child.wait()

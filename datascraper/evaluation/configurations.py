@@ -111,7 +111,7 @@ def _configuration(name: str, env_file: Path, environ: Mapping[str, str], judge_
                 raise ConfigurationInvalid(
                     f"{where}: it sets {setting}, which the judge ({judge_model}) reads too, to another value than "
                     "this environment's. The judge must be the same for every configuration: leave "
-                    f"{setting} out of the file, or set {JUDGE_SETTING} here to a model of another provider."
+                    f"{setting} out of the file, or give it this environment's value."
                 )
         environment[JUDGE_SETTING] = judge_model
     try:

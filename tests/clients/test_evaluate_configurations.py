@@ -5,55 +5,25 @@ report; each configuration resumes its own folder, and one that fails is reporte
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from datetime import date
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from datascraper.evaluation.results import CriterionGrade, JudgeVerdict, load_results
+from datascraper.evaluation.results import load_results
+from tests.clients.compare_support import script
 from tests.clients.test_evaluate_command import ROWS, question_set  # noqa: F401  (a fixture)
 from tests.datascraper.evaluation.support import is_judge
-from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, RecordedRequest, TextReply, has_web_search
-
-# What each research model answers: gpt-5.4 the reported figures, gpt-5.4-mini others.
-ANSWERS = {
-    "gpt-5.4": {"Netflix": "Netflix's 2024 revenue was $39.0 billion.", "Coca-Cola": "Coca-Cola's were $47.1 billion."},
-    "gpt-5.4-mini": {"Netflix": "Netflix's 2024 revenue was $33.7 billion.", "Coca-Cola": "Coca-Cola's were $45.8 billion."},
-}
-REPORTED = ("$39.0 billion", "$47.1 billion")
-
-
-def graded(value: str) -> JudgeVerdict:
-    met = value == "correct"
-    return JudgeVerdict(
-        criteria=[CriterionGrade(criteria="the figure", operator="correctness", met=met, reason="")],
-        verdict=value,  # type: ignore[arg-type]
-        explanation="",
-    )
-
-
-def answer_graded(request: RecordedRequest) -> str:
-    """The answer the judge was given (the judge also sees the reference, which names the figure)."""
-    return request.input_text.split("Answer to grade:")[-1]
-
-
-def script(fake: FakeOpenAIServer) -> None:
-    for model, answers in ANSWERS.items():
-        for company, text in answers.items():
-            fake.script(
-                TextReply([text]),
-                when=lambda r, m=model, c=company: has_web_search(r) and r.model == m and c in r.input_text,
-                times=None,
-            )
-    fake.script(
-        JsonReply(graded("correct")),
-        when=lambda r: is_judge(r) and any(figure in answer_graded(r) for figure in REPORTED),
-        times=None,
-    )
-    fake.script(JsonReply(graded("wrong")), when=is_judge, times=None)
+from tests.fakes.openai_server import FakeOpenAIServer, TextReply, has_web_search
 
 
 def env_file(tmp_path: Path, name: str, text: str) -> Path:
@@ -189,3 +159,33 @@ def test_a_comparison_no_manifest_claims_is_refused_untouched(fake_openai: FakeO
         evaluate(str(question_set), "--out", str(out), "--config", configs[0], "--config", configs[1])
 
     assert not fake_openai.requests and sorted(path.name for path in out.iterdir()) == ["comparison.md"]
+
+
+def test_ctrl_c_waits_for_the_running_configurations_report_and_compares_what_finished(
+    fake_openai: FakeOpenAIServer, question_set: Path, tmp_path: Path
+) -> None:
+    # Coca-Cola's search under the first configuration hangs: the user gives up after Netflix's is logged.
+    fake_openai.script(
+        TextReply(first_byte_delay=30), when=lambda r: has_web_search(r) and "Coca-Cola" in r.input_text, times=None
+    )
+    script(fake_openai)
+    configs = ["--config", f"full={env_file(tmp_path, 'full', 'RESEARCH_MODEL=gpt-5.4')}"]
+    configs += ["--config", f"mini={env_file(tmp_path, 'mini', 'RESEARCH_MODEL=gpt-5.4-mini')}"]
+    out = tmp_path / "compare"
+    command = [sys.executable, "manage.py", "evaluate", str(question_set), "--out", str(out), "--no-judge", *configs]
+    # Its own session, as a terminal's foreground job: Ctrl-C reaches the command and its children together.
+    parent = subprocess.Popen(
+        [*command, "--concurrency", "1"], cwd=settings.BASE_DIR, env=os.environ, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    results = out / "full" / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (results.exists() and results.read_text().count("\n") == 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(parent.pid, signal.SIGINT)
+    _, stderr = parent.communicate(timeout=60)
+
+    assert parent.returncode == 130, stderr
+    assert "compares what finished; run the same command again to resume" in stderr and "Traceback" not in stderr
+    assert [(c["name"], c["status"], c["answered"]) for c in figures(out).values()] == [("full", "interrupted", 1)]
+    assert (out / "full" / "report.md").exists() and not (out / "mini").exists()
