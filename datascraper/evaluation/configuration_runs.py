@@ -25,7 +25,7 @@ RunStatus = Literal["completed", "failed", "timed_out", "interrupted"]
 STOP_GRACE_S = 20.0
 # A child's start (Django, the market data server) and end (the report), beyond its questions.
 START_AND_REPORT_S = 120.0
-# The exit status of an evaluation stopped by Ctrl-C (the command's EXIT_INTERRUPTED).
+# The exit status of an evaluation stopped by Ctrl-C (the command's, and its children's).
 EXIT_INTERRUPTED = 130
 _COMMAND_ERROR = "CommandError: "
 

@@ -28,7 +28,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from datascraper.evaluation.comparison import Comparison, configuration_figures, write_comparison
-from datascraper.evaluation.configuration_runs import ConfigurationRun, default_timeout, run_configuration
+from datascraper.evaluation.configuration_runs import (
+    EXIT_INTERRUPTED,
+    ConfigurationRun,
+    default_timeout,
+    run_configuration,
+)
 from datascraper.evaluation.configurations import (
     JUDGE_SETTING,
     Configuration,
@@ -44,7 +49,6 @@ from datascraper.evaluation.runner import DEFAULT_CONCURRENCY, EvaluationProgres
 from datascraper.models_config import get_research_config
 from datascraper.research_engine.data.market_data_client import warm_up_market_data
 
-EXIT_INTERRUPTED = 130
 MAX_CONCURRENCY = 16
 BAR_WIDTH = 24
 VERDICT_MARKS = {"correct": "✓", "partially": "~", "wrong": "✗"}
