@@ -39,17 +39,18 @@ async def structured_answer(request: StructuredRequest) -> StructuredReply:
 
     The SDK returns the raw text and the caller validates it. The schema goes in `extra_body`: it is sent as
     is, where a typed parameter would be walked through the SDK's request transform on every call (it is
-    already JSON). Each try's own timeout is bounded by the whole call's (`request.timeout_s`).
+    already JSON). Each try's own timeout is bounded by the whole call's (`request.timeout_s`), given with
+    the request: a client copied `with_options` for it cost about a third of a millisecond per call.
     """
     config = get_research_config()
     model = request.model
-    client = get_openai_client().with_options(timeout=min(config.request_timeout_s, request.timeout_s))
     try:
-        response = await client.responses.create(
+        response = await get_openai_client().responses.create(
             model=model.name,
             instructions=request.instructions,
             input=request.input,
             extra_body={"text": {"format": text_format(request.schema)}},
+            timeout=min(config.request_timeout_s, request.timeout_s),
             **request_options(model.name, effort=request.effort),
         )
     except openai.OpenAIError as exc:
