@@ -78,7 +78,14 @@ SENTENCES = [
 ANALYSIS = QueryAnalysis(
     needs_decomposition=True,
     sub_questions=[
-        SubQuestion(question="Apple quarterly income statement", type="numerical", tickers=["AAPL"], data="income_statement", frequency="quarterly", periods=5),
+        SubQuestion(
+            question="Apple quarterly income statement",
+            type="numerical",
+            tickers=["AAPL"],
+            data="income_statement",
+            frequency="quarterly",
+            periods=5,
+        ),
         SubQuestion(question="What drove Apple's services growth last quarter?", type="qualitative"),
         SubQuestion(question="What did analysts expect of Apple's services revenue?", type="qualitative"),
     ],
