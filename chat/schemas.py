@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from datascraper.llm.lifecycle import ModelLifecycleReport
+from datascraper.providers.lifecycle import ModelLifecycleReport
 from datascraper.schemas import Chart, CitationCheck, DomainType, Fact
 from datascraper.trace_schemas import RunConfidence, TraceEntry
 

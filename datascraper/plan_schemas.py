@@ -1,8 +1,8 @@
 """What the planner model writes: the analyzer's plan (its sub-questions) and the gap detector's report.
 
-Both are structured outputs (`llm.parse_structured`) in the contract's shape. A field the model gets wrong
-is forgiven where it can be: a period field it cannot use is dropped and read from the question's wording,
-a score out of range is clamped.
+Both are structured outputs (`providers.structured.parse_structured`) in the contract's shape. A field the
+model gets wrong is forgiven where it can be: a period field it cannot use is dropped and read from the
+question's wording, a score out of range is clamped.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.errors",
         "datascraper.formatting",
         "datascraper.cache",
+        "datascraper.model_ref",
         "datascraper.models_config",
         "datascraper.figures",
         "datascraper.sources",
@@ -33,8 +34,15 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("datascraper.market_data", "datascraper.filings"),
     ("datascraper.mcp_server",),
-    ("datascraper.llm", "datascraper.prompts", "datascraper.stream_rewriter"),
-    ("datascraper.openai_search", "datascraper.citations", "datascraper.quality_logger"),
+    (
+        "datascraper.prompts",
+        "datascraper.stream_rewriter",
+        "datascraper.providers.base",
+        "datascraper.providers.breaker",
+    ),
+    ("datascraper.providers.openai",),
+    ("datascraper.providers",),
+    ("datascraper.web_search", "datascraper.citations", "datascraper.quality_logger"),
     ("datascraper.query_analyzer",),
     ("datascraper.research_engine",),
     ("datascraper.evaluation",),
@@ -56,6 +64,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),
 ]
 PEERS = {("datascraper.market_data", "datascraper.filings")}
+# Each model provider's SDK, and the only packages that may import it: everything else calls the provider
+# interface (`datascraper.providers.base`), so the research engine never knows which provider answers.
+SDK_OWNERS: dict[str, tuple[str, ...]] = {"openai": ("datascraper.providers.openai",)}
 
 
 def layer_of(module: str) -> tuple[int, str]:
@@ -98,6 +109,17 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return found
 
 
+def libraries_imported(path: Path) -> set[str]:
+    """The top-level names of the packages `path` imports (`openai` for `from openai.types import X`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
 def climbs() -> list[str]:
     modules = application_modules()
     found = []
@@ -123,7 +145,21 @@ def test_no_module_imports_a_layer_above_its_own():
 @pytest.mark.parametrize("module", ["datascraper.market_data", "datascraper.filings"])
 def test_the_mcp_servers_side_imports_nothing_of_the_research_side(module):
     modules = application_modules()
-    research_side = ("datascraper.research_engine", "datascraper.llm", "datascraper.query_analyzer")
+    research_side = ("datascraper.research_engine", "datascraper.providers", "datascraper.query_analyzer")
     for name, path in modules.items():
         if name == module or name.startswith(module + "."):
             assert not {t for t in imports_of(path, set(modules)) if t.startswith(research_side)}, name
+
+
+def within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+@pytest.mark.parametrize("sdk", sorted(SDK_OWNERS))
+def test_a_providers_sdk_is_imported_by_its_provider_alone(sdk):
+    importers = [
+        name
+        for name, path in sorted(application_modules().items())
+        if not within(name, SDK_OWNERS[sdk]) and sdk in libraries_imported(path)
+    ]
+    assert importers == []

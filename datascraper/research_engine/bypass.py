@@ -21,7 +21,6 @@ from datascraper import prompts
 from datascraper.errors import ResearchError
 from datascraper.market_data.errors import MarketDataError
 from datascraper.market_data.schemas import Quote
-from datascraper.openai_search import WebSearchStream
 from datascraper.quality_logger import SpeculationOutcome
 from datascraper.query_analyzer import FastPathMatch
 from datascraper.research_engine.confidence import annotate_sources
@@ -30,6 +29,7 @@ from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.source_types import SourceClassifier
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent
+from datascraper.web_search import WebSearchStream
 
 logger = logging.getLogger(__name__)
 

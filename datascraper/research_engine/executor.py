@@ -19,11 +19,10 @@ from typing import cast
 
 from datascraper import prompts
 from datascraper.errors import ACCOUNT_FAILURES, DeadlineExceeded, ResearchError
-from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
-from datascraper.openai_search import WebSearchStream
 from datascraper.plan_schemas import SubQuestion
+from datascraper.providers import breaker
 from datascraper.research_engine.data.filing_disclosures import fetch_disclosures
 from datascraper.research_engine.data.filings import STATEMENT_LINES, FilingFinding, fetch_reported_figures
 from datascraper.research_engine.periods.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
@@ -39,6 +38,7 @@ from datascraper.schemas import (
     UsageLedger,
     is_filing_data,
 )
+from datascraper.web_search import WebSearchStream
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,6 @@ from datascraper.formatting import fmt, plain_number
 from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
 from datascraper.market_data.schemas import MarketDataResult
 from datascraper.models_config import ResearchConfig
-from datascraper.openai_search import WebSearchStream
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
 from datascraper.research_engine.data.filings import FilingFinding, cited_lines, figure_sources, filing_sources
 from datascraper.research_engine.facts import compute_facts, shown
@@ -42,6 +41,7 @@ from datascraper.schemas import ChatTurn, DeltaEvent, Fact, Source, SourceKind, 
 from datascraper.sources import clean_url
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
 from datascraper.trace_schemas import Contradiction
+from datascraper.web_search import WebSearchStream
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
 MARKET_DATA_PAYLOAD_CHARS = 8_000

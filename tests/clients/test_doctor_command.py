@@ -69,6 +69,21 @@ def test_every_check_passes_against_a_working_set_up(provider, market_data, publ
     assert lines["workers"].startswith("-")  # in-process runs: no workers to check
 
 
+def test_each_model_is_named_with_its_provider_however_its_setting_is_written(
+    provider, market_data, public_page, research_env
+):
+    research_env(RESEARCH_MODEL="openai:gpt-5.4", RESEARCH_PLANNER_MODEL="gpt-5.4-mini")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 0, output
+    assert "openai:gpt-5.4-mini, no shutdown announced" in lines["model RESEARCH_PLANNER_MODEL"]
+    assert "openai:gpt-5.4, no shutdown announced" in lines["model RESEARCH_MODEL"]
+    assert "openai:gpt-5.4-mini answered in the strict schema" in lines["structured output"]
+    assert "openai:gpt-5.4 searched and cited 2 page(s)" in lines["web search"]
+
+
 def test_a_retired_model_is_a_failure_naming_the_setting_to_change(provider, market_data, public_page, research_env):
     research_env(RESEARCH_MODEL="gpt-5.2-chat-latest")
     provider.today = date(2026, 11, 26)
