@@ -5,7 +5,7 @@ sub-questions (two answered from market data, three by web searches citing six o
 sources in all, news, filings, investor relations and a blog among them, some dated in their address),
 two gaps and two contradictions. Timed: validating the contradictions, the evidence profile
 (`confidence.assess`: classifying and dating the sources, the five components, the weak areas), the
-targeted follow-ups and the trace entry, as `pipeline.research_in_rounds` runs them.
+targeted follow-ups and the trace entry, as `rounds.research_in_rounds` runs them.
 
 Figures (median and p95 of `--runs` rounds, in ms):
 - first round, cold: every source new (not yet classified or dated), the domain cache empty;
@@ -26,14 +26,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from datascraper.market_data.schemas import MarketDataFinding, ToolResult  # noqa: E402
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult  # noqa: E402
 from datascraper.models_config import ResearchConfig  # noqa: E402
+from datascraper.plan_schemas import GapReport  # noqa: E402
 from datascraper.research_engine.confidence import assess, targeted_follow_ups  # noqa: E402
 from datascraper.research_engine.gap_detector import known_contradictions  # noqa: E402
 from datascraper.research_engine.source_types import registered_domain  # noqa: E402
 from datascraper.research_engine.state import Finding, PlannedStep  # noqa: E402
 from datascraper.research_engine.trace import trace_entry  # noqa: E402
-from datascraper.schemas import Contradiction, GapReport, Source  # noqa: E402
+from datascraper.schemas import Source  # noqa: E402
+from datascraper.trace_schemas import Contradiction  # noqa: E402
 
 TARGET_MS = 5.0
 TODAY = date(2025, 6, 13)

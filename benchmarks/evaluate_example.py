@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
 from datascraper.evaluation.questions import load_questions  # noqa: E402
 from datascraper.evaluation.results import CriterionGrade, JudgeVerdict  # noqa: E402
-from datascraper.schemas import GapReport  # noqa: E402
+from datascraper.plan_schemas import GapReport  # noqa: E402
 from tests.datascraper.evaluation.support import is_judge  # noqa: E402
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, Sentence, TextReply  # noqa: E402

@@ -27,13 +27,15 @@ from datascraper.cache import TTLCache  # noqa: E402
 from datascraper.filings.client import SecClient  # noqa: E402
 from datascraper.filings.config import FilingsConfig  # noqa: E402
 from datascraper.filings.service import FilingsService  # noqa: E402
-from datascraper.market_data.session import MarketDataClient, set_market_data_client  # noqa: E402
 from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
 from datascraper.mcp_server import build_server  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
+from datascraper.plan_schemas import SubQuestion  # noqa: E402
+from datascraper.research_engine.data.market_data_client import set_market_data_client  # noqa: E402
+from datascraper.research_engine.data.session import MarketDataClient  # noqa: E402
 from datascraper.research_engine.executor import SubQuestionAttempt, answer_sub_question  # noqa: E402
 from datascraper.research_engine.state import plan_steps  # noqa: E402
-from datascraper.schemas import SubQuestion, UsageLedger  # noqa: E402
+from datascraper.schemas import UsageLedger  # noqa: E402
 from tests.fakes.sec_server import FakeSecServer  # noqa: E402
 from tests.fakes.yahoo_listings import TODAY  # noqa: E402
 from tests.fakes.yfinance import FakeYahoo  # noqa: E402

@@ -28,16 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
+from datascraper.plan_schemas import GapReport, QueryAnalysis  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
-from datascraper.schemas import (  # noqa: E402
-    CheckpointEvent,
-    GapReport,
-    PlanEvent,
-    QueryAnalysis,
-    ResearchQuery,
-    RoundEvent,
-    RunSummary,
-)
+from datascraper.schemas import CheckpointEvent, PlanEvent, ResearchQuery, RoundEvent, RunSummary  # noqa: E402
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, sub  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, TextReply  # noqa: E402
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from datascraper.market_data.session import MarketDataClient  # noqa: E402
+from datascraper.research_engine.data.session import MarketDataClient  # noqa: E402
 
 P50_TARGET_MS = 5.0
 CONCURRENCY_TARGET = 1.5

@@ -48,14 +48,16 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.mcp_calls import fake_server  # noqa: E402
 from datascraper.cache import TTLCache  # noqa: E402
-from datascraper.llm import get_openai_client, reset_openai_client  # noqa: E402
-from datascraper.market_data.session import MarketDataClient, set_market_data_client  # noqa: E402
 from datascraper.market_data.yahoo import YahooFinanceAdapter  # noqa: E402
 from datascraper.mcp_server import build_server  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
-from datascraper.openai_search import WEB_SEARCH_TOOL  # noqa: E402
+from datascraper.plan_schemas import GapReport, QueryAnalysis, SubQuestion  # noqa: E402
+from datascraper.providers.openai.client import get_openai_client, reset_openai_client  # noqa: E402
+from datascraper.providers.openai.stream import WEB_SEARCH_TOOL  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
-from datascraper.schemas import GapReport, QueryAnalysis, ResearchQuery, StepEvent, SubQuestion  # noqa: E402
+from datascraper.research_engine.data.market_data_client import set_market_data_client  # noqa: E402
+from datascraper.research_engine.data.session import MarketDataClient  # noqa: E402
+from datascraper.schemas import ResearchQuery, StepEvent  # noqa: E402
 from tests.fakes.openai_server import (  # noqa: E402
     FakeOpenAIServer,
     JsonReply,

@@ -25,8 +25,10 @@ sys.path.insert(0, str(ROOT))
 os.environ["CITATION_VERIFY"] = "0"
 
 from benchmarks.fake_upstreams import fake_upstreams  # noqa: E402
+from datascraper.plan_schemas import GapReport, QueryAnalysis  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
-from datascraper.schemas import Contradiction, GapReport, QueryAnalysis, ResearchQuery, RunSummary  # noqa: E402
+from datascraper.schemas import ResearchQuery, RunSummary  # noqa: E402
+from datascraper.trace_schemas import Contradiction  # noqa: E402
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, searched, sub  # noqa: E402
 from tests.fakes.openai_server import JsonReply, Sentence, TextReply  # noqa: E402
 

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from datascraper.llm import reset_openai_client  # noqa: E402
 from datascraper.models_config import get_research_config  # noqa: E402
+from datascraper.providers.openai.client import reset_openai_client  # noqa: E402
 from datascraper.research_engine import run_research  # noqa: E402
 from datascraper.schemas import ResearchQuery  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, Sentence, TextReply  # noqa: E402

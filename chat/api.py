@@ -42,7 +42,7 @@ from chat.services.admission import (
 from chat.services.conversations import create_conversation, post_user_message
 from chat.services.run_backends import QueueUnavailable, start_run
 from chat.services.runs import cancel_run, reap_if_orphaned
-from datascraper.llm.lifecycle import latest_report
+from datascraper.providers.lifecycle import latest_report
 
 logger = logging.getLogger(__name__)
 

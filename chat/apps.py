@@ -8,13 +8,30 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Refuse to start on bad RESEARCH_* settings, rather than fail every run later."""
+        """Refuse to start on bad RESEARCH_* settings, or a model whose provider is not available, rather
+        than fail every run later."""
         import chat.checks  # noqa: F401  registers the models' lifecycle check
+        from datascraper.errors import ProviderNotAvailable
+        from datascraper.model_ref import ModelSettingInvalid
         from datascraper.models_config import get_research_config
+        from datascraper.providers.registry import require_available
 
         try:
-            get_research_config()
+            config = get_research_config()
         except ValidationError as exc:
-            fields = ", ".join(str(error["loc"][0]) for error in exc.errors())
-            message = f"Invalid research settings ({fields}): check the RESEARCH_* variables."
-            raise ImproperlyConfigured(message) from None
+            raise ImproperlyConfigured(_settings_error(exc, ModelSettingInvalid)) from None
+        try:
+            require_available(config)
+        except ProviderNotAvailable as exc:
+            raise ImproperlyConfigured(exc.message) from None
+
+
+def _settings_error(exc: ValidationError, model_setting_error: type[ValueError]) -> str:
+    """One line: a model setting's own message (it says exactly what to write), else the fields named."""
+    errors = exc.errors()
+    for error in errors:
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, model_setting_error):
+            return str(cause)
+    fields = ", ".join(str(error["loc"][0]) for error in errors)
+    return f"Invalid research settings ({fields}): check the RESEARCH_* variables."

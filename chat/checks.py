@@ -1,4 +1,4 @@
-"""`manage.py check --deploy`: the configured models against the provider's list (`datascraper.llm.lifecycle`).
+"""`manage.py check --deploy`: the configured models against the provider's list (`datascraper.providers.lifecycle`).
 
 A model with a shutdown announced is a warning, one the provider does not serve is an error, both naming
 the setting to change. Without a key there is nothing to check. The list is read once, bounded; a check run
@@ -15,8 +15,8 @@ import asyncio
 
 from django.core import checks
 
-from datascraper.llm.lifecycle import ModelLifecycleReport, check_models, latest_report
 from datascraper.models_config import get_research_config
+from datascraper.providers.lifecycle import ModelLifecycleReport, check_models, latest_report
 
 CHECK_TIMEOUT_S = 5.0
 

@@ -24,13 +24,14 @@ from datascraper.citations.fetcher import PageFetcher, PageUnreachable, any_addr
 from datascraper.errors import ResearchError
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.limiter import budget_sharing
-from datascraper.llm import parse_structured
-from datascraper.llm.lifecycle import ModelLifecycleReport, check_models
 from datascraper.market_data.errors import MarketDataError
-from datascraper.market_data.session import get_market_data_client
+from datascraper.model_ref import parse_model
 from datascraper.models_config import ResearchConfig, get_research_config
-from datascraper.openai_search import WebSearchStream
+from datascraper.providers.lifecycle import ModelLifecycleReport, check_models
+from datascraper.providers.structured import parse_structured
+from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import UsageLedger
+from datascraper.web_search import WebSearchStream
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -128,7 +129,7 @@ class Doctor:
         results = []
         for check in self._models.checks:
             status = _STATUS_OF_LEVEL[check.level]
-            detail = check.model + (
+            detail = _named(check.model) + (
                 f", shuts down {check.shutdown_date}" if check.shutdown_date else ", no shutdown announced"
             )
             fix = f"Set {check.setting} to a current model (docs/providers.md)." if status == "fail" else None
@@ -150,11 +151,11 @@ class Doctor:
             )
         except ResearchError as exc:
             return CheckResult(
-                "", "fail", f"{model}: {exc.code}: {exc.message}", fix=_fix_for(exc, "RESEARCH_PLANNER_MODEL")
+                "", "fail", f"{_named(model)}: {exc.code}: {exc.message}", fix=_fix_for(exc, "RESEARCH_PLANNER_MODEL")
             )
         if not probe.answer:
-            return CheckResult("", "warn", f"{model} answered in shape but wrongly (2 + 2 = 4 is true)")
-        return CheckResult("", "ok", f"{model} answered in the strict schema")
+            return CheckResult("", "warn", f"{_named(model)} answered in shape but wrongly (2 + 2 = 4 is true)")
+        return CheckResult("", "ok", f"{_named(model)} answered in the strict schema")
 
     async def check_web_search(self) -> CheckResult:
         model = self.config.research_model
@@ -163,16 +164,18 @@ class Doctor:
             async for _ in search:
                 pass
         except ResearchError as exc:
-            return CheckResult("", "fail", f"{model}: {exc.code}: {exc.message}", fix=_fix_for(exc, "RESEARCH_MODEL"))
+            return CheckResult(
+                "", "fail", f"{_named(model)}: {exc.code}: {exc.message}", fix=_fix_for(exc, "RESEARCH_MODEL")
+            )
         sources = search.result.sources
         if not sources:
             return CheckResult(
                 "",
                 "warn",
-                f"{model} answered without a url_citation",
+                f"{_named(model)} answered without a url_citation",
                 fix="Answers will lack web citations: try another RESEARCH_MODEL.",
             )
-        return CheckResult("", "ok", f"{model} searched and cited {len(sources)} page(s)")
+        return CheckResult("", "ok", f"{_named(model)} searched and cited {len(sources)} page(s)")
 
     # --- data sources --------------------------------------------------------------------------------
 
@@ -272,6 +275,11 @@ class Doctor:
         if not alive:
             return CheckResult("", "fail", "no worker alive", fix="Start one: python manage.py runworker")
         return CheckResult("", "ok", f"{alive} worker(s) alive")
+
+
+def _named(model: str) -> str:
+    """A model with its provider beside it (`openai:gpt-5.4`), as a model setting may be written."""
+    return str(parse_model(model))
 
 
 class ArithmeticProbe(BaseModel):

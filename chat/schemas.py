@@ -9,8 +9,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from datascraper.llm.lifecycle import ModelLifecycleReport
-from datascraper.schemas import Chart, CitationCheck, DomainType, Fact, RunConfidence, TraceEntry
+from datascraper.providers.lifecycle import ModelLifecycleReport
+from datascraper.schemas import Chart, CitationCheck, DomainType, Fact
+from datascraper.trace_schemas import RunConfidence, TraceEntry
 
 MAX_QUESTION_CHARS = 8000
 

@@ -21,9 +21,9 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler
 
-from datascraper.llm import warm_up_models
-from datascraper.llm.lifecycle import start_model_check
-from datascraper.market_data.session import close_market_data_client, start_market_data
+from datascraper.providers.lifecycle import start_model_check
+from datascraper.providers.warm_up import warm_up_models
+from datascraper.research_engine.data.market_data_client import close_market_data_client, start_market_data
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -30,6 +30,20 @@ class ProviderNotConfigured(ResearchError):
     default_message = "The answering model is not configured: set OPENAI_API_KEY."
 
 
+class ProviderNotAvailable(ProviderNotConfigured):
+    """A model setting names a provider of the contract that this version does not implement yet. Refused as
+    the process starts (`chat.apps`); a run that met it would end as `provider_not_configured`."""
+
+    def __init__(self, setting: str | None, provider: str, available: tuple[str, ...]) -> None:
+        names = setting or "A model setting"
+        super().__init__(
+            f"{names} names the provider '{provider}', which is not available yet: use "
+            f"{' or '.join(available)} (a model without a prefix is {available[0]}'s)."
+        )
+        self.setting = setting
+        self.provider = provider
+
+
 class UpstreamRateLimited(ResearchError):
     code = "rate_limited"
     default_message = "The model provider is rate limiting requests; try again shortly."
@@ -88,6 +102,13 @@ class ModelUnavailable(ResearchError):
         )
         self.model = model
         self.setting = setting
+
+
+class StructuredOutputInvalid(ResearchError):
+    """A structured answer that does not parse into its schema, or stopped before it was complete."""
+
+    code = "invalid_model_output"
+    default_message = "The model returned an answer in an unexpected shape."
 
 
 class ModelRefused(ResearchError):

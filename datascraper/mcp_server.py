@@ -33,9 +33,10 @@ from datascraper.filings.service import FilingsService
 from datascraper.filings.tools import FILING_TOOL_NAMES, register_filing_tools
 from datascraper.filings.tools import INSTRUCTIONS as FILING_INSTRUCTIONS
 from datascraper.market_data.errors import InvalidArgument, MarketDataError, MarketDataUpstreamError
+from datascraper.market_data.ticker import TickerFactory
 from datascraper.market_data.tools import INSTRUCTIONS as MARKET_DATA_INSTRUCTIONS
 from datascraper.market_data.tools import MARKET_DATA_TOOL_NAMES, register_market_data_tools
-from datascraper.market_data.yahoo import DEFAULT_UPSTREAM_TIMEOUT_S, TickerFactory, YahooFinanceAdapter
+from datascraper.market_data.yahoo import DEFAULT_UPSTREAM_TIMEOUT_S, YahooFinanceAdapter
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,16 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator, model_validator
+
+from datascraper.model_ref import ModelRef, parse_model
+
+# The settings that choose a model, by field: each takes `provider:model` (`datascraper.model_ref`).
+MODEL_SETTINGS: dict[str, str] = {
+    "planner_model": "RESEARCH_PLANNER_MODEL",
+    "research_model": "RESEARCH_MODEL",
+    "eval_judge_model": "EVAL_JUDGE_MODEL",
+}
 
 
 class ConfidenceWeights(BaseModel):
@@ -48,6 +57,7 @@ class ResearchConfig(BaseModel):
     openai_base_url: str | None = None
     # Live models with no shutdown announced (docs/providers.md says how they were chosen and are checked):
     # a small, fast reasoning model plans; a current model with the hosted web search researches and writes.
+    # Each is kept as its label (`ModelRef.label`): `openai:gpt-5.4` and `gpt-5.4` are both `gpt-5.4`.
     planner_model: str = "gpt-5.4-mini"
     research_model: str = "gpt-5.4"
     # The model that grades answers in `manage.py evaluate`; None: the research model.
@@ -60,7 +70,7 @@ class ResearchConfig(BaseModel):
     max_retries: int = Field(default=2, ge=0, le=5)
     sub_question_timeout_s: float = Field(default=90.0, gt=0)
     market_data_timeout_s: float = Field(default=20.0, gt=0)
-    # After a web search times out, new ones fail at once for this long (`llm.breaker`), then one is tried.
+    # After a web search times out, new ones fail at once for this long (`providers.breaker`), then one is tried.
     breaker_cooldown_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
     # The market data MCP server: started as the process starts serving (else on the first call), and
     # probed every interval; one that does not answer a probe within the timeout is killed and restarted.
@@ -99,10 +109,35 @@ class ResearchConfig(BaseModel):
     citation_fetch_concurrency: int = Field(default=5, ge=1, le=50)
     citation_fetch_allow_private: bool = False
 
+    @field_validator(*MODEL_SETTINGS, mode="after")
+    @classmethod
+    def _model_label(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        assert info.field_name is not None
+        return parse_model(value, MODEL_SETTINGS[info.field_name]).label
+
     @field_validator("confidence_weights", mode="before")
     @classmethod
     def _weights_from_text(cls, value: object) -> object:
         return ConfidenceWeights.parse(value) if isinstance(value, str) else value
+
+    def model_settings(self) -> list[tuple[str, ModelRef]]:
+        """(setting, model) for each model the configuration names; the judge only when it is set."""
+        named = [("RESEARCH_PLANNER_MODEL", self.planner_model), ("RESEARCH_MODEL", self.research_model)]
+        if self.eval_judge_model is not None:
+            named.append(("EVAL_JUDGE_MODEL", self.eval_judge_model))
+        return [(setting, parse_model(model, setting)) for setting, model in named]
+
+    def setting_of(self, model: str) -> str | None:
+        """The setting that chose `model` (a label), so an error can say what to change."""
+        if model == self.research_model:
+            return "RESEARCH_MODEL"
+        if model == self.planner_model:
+            return "RESEARCH_PLANNER_MODEL"
+        if model == self.eval_judge_model:
+            return "EVAL_JUDGE_MODEL"
+        return None
 
     @property
     def is_configured(self) -> bool:

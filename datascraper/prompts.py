@@ -350,13 +350,17 @@ same period and unit, or the same conclusion). A different fiscal or calendar pe
 not met.
 - contradiction: the answer must not contradict this. It is met when the answer agrees with it or does \
 not address it; not met when the answer states something incompatible with it.
-With no rubric, judge the answer against the reference answer alone.
+- any other operator (a benchmark's own name for its checks): the answer must meet the criterion as written, \
+as for correctness.
+With no rubric, judge the answer against the reference answer alone; with no reference answer, against the \
+rubric alone.
 
 Return:
 - criteria: one entry per rubric item, in order: the criterion as given, its operator, met true or false, \
 and a one-sentence reason quoting the answer where it can.
-- verdict: "correct" when every correctness item is met and no contradiction item is broken (with no \
-rubric: the answer agrees with the reference on every figure and conclusion it asks for); "partially" \
+- verdict: "correct" when every correctness item (and every item of another operator) is met and no \
+contradiction item is broken (with no rubric: the answer agrees with the reference on every figure and \
+conclusion it asks for); "partially" \
 when some correctness items are met and none is contradicted, or the answer is right but hedged or \
 incomplete; "wrong" when the main figure or conclusion is missing or wrong, or a contradiction item is \
 broken.

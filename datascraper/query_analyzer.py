@@ -15,10 +15,11 @@ from datetime import date
 from typing import Literal
 
 from datascraper import prompts
-from datascraper.llm import parse_structured
 from datascraper.market_data.symbols import yahoo_spelling
 from datascraper.models_config import ResearchConfig
-from datascraper.schemas import ChatTurn, QueryAnalysis, UsageLedger
+from datascraper.plan_schemas import QueryAnalysis
+from datascraper.providers.structured import parse_structured
+from datascraper.schemas import ChatTurn, UsageLedger
 
 QuoteFact = Literal["price", "change", "market_cap"]
 

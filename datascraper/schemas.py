@@ -1,28 +1,21 @@
-"""Typed structures that travel between the research modules and out to the chat app.
+"""Typed structures that travel between the research modules and out to the chat app: the question asked,
+the vocabulary of data kinds and routes, sources, computed facts, usage, and the run's events.
 
 The research pipeline is an async generator of `ResearchEvent`s; `chat` stores and publishes them.
 Field names of the public events match the run events of the contract, so `event.payload()` is what a
-client receives as the SSE `data:`.
+client receives as the SSE `data:`. What the planner model writes is in `plan_schemas`; how far the
+findings can be trusted, round by round, in `trace_schemas`.
 """
 
 from __future__ import annotations
 
-import logging
 from datetime import date
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import (
-    BaseModel,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-    field_validator,
-)
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from typing_extensions import TypeIs
 
-logger = logging.getLogger(__name__)
+from datascraper.trace_schemas import Contradiction, RunConfidence, StopReason, TraceEntry
 
 Mode = Literal["auto", "quick", "research"]
 Phase = Literal["analyzing", "researching", "evaluating", "synthesizing"]
@@ -194,183 +187,6 @@ class UsageLedger(BaseModel):
     @property
     def calls(self) -> int:
         return sum(u.calls for u in self.by_model.values())
-
-
-# --- model outputs: the analyzer's plan and the gap detector's report -----------------------------
-
-
-def _unset_if_unusable(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
-    """A period field the model got wrong is dropped, not fatal: rejecting it would discard the whole plan,
-    while an unset field is read from the question's wording. Case and padding are forgiven first."""
-    if isinstance(value, str):
-        value = value.strip().lower()
-    try:
-        return handler(value)
-    except ValidationError:
-        logger.info("The planner's %s=%r is not usable; it is read from the question instead.", info.field_name, value)
-        return None
-
-
-_LENIENT = WrapValidator(_unset_if_unusable)
-
-
-class SubQuestion(BaseModel):
-    """One sub-question as the query analyzer or the gap detector writes it (the contract's shape).
-
-    `tickers` and `data` are the routing hints of a numerical sub-question: which symbols, and which
-    market data (`quote`, `income_statement`, ...) answers it. A question about a company's own disclosures
-    (numerical or qualitative) may ask for its filings instead: `filing_text` (with `section`),
-    `insider_transactions` or `filings`.
-    """
-
-    question: str
-    type: SubQuestionType
-    tickers: list[str] = Field(default_factory=list)
-    data: DataKind | None = None
-    section: Annotated[str | None, _LENIENT] = Field(
-        default=None,
-        description="filing_text: risk_factors, mdna, legal_proceedings, market_risk, business, segment_note, "
-        "or an 8-K item number such as 2.02 (results of operations); null: read from the question.",
-    )
-    # The periods a numerical sub-question needs, resolved against today's date; unset is the tool's default.
-    # `research_engine.periods` validates them (and reads unset ones from the question's wording).
-    frequency: Annotated[StatementFrequency | None, _LENIENT] = Field(
-        default=None, description="Statements: annual, quarterly, or ttm (trailing twelve months)."
-    )
-    periods: Annotated[int | None, _LENIENT] = Field(
-        default=None, description="Statements and earnings: how many periods, newest first."
-    )
-    period: Annotated[HistoryRange | None, _LENIENT] = Field(
-        default=None, description="Price history: a range ending today; leave null when start/end are given."
-    )
-    start: Annotated[date | None, _LENIENT] = Field(default=None, description="First day, inclusive (YYYY-MM-DD).")
-    end: Annotated[date | None, _LENIENT] = Field(default=None, description="Last day, inclusive (YYYY-MM-DD).")
-    interval: Annotated[HistoryInterval | None, _LENIENT] = Field(default=None, description="Price history bars.")
-    limit: Annotated[int | None, _LENIENT] = Field(default=None, description="News: how many items.")
-    fiscal_period: Annotated[str | None, _LENIENT] = Field(
-        default=None,
-        description="Statements and earnings: the company's fiscal period as the question names it, such as "
-        "'Q3 FY2025', 'FY2024' or 'FY2022-FY2024'; null for calendar periods. Its months come from the "
-        "company's fiscal calendar, so it wins over start/end.",
-    )
-
-
-class QueryAnalysis(BaseModel):
-    """The query analyzer's verdict: answer directly, or research these sub-questions."""
-
-    needs_decomposition: bool
-    sub_questions: list[SubQuestion] = Field(default_factory=list)
-
-
-class Contradiction(BaseModel):
-    """Two findings that disagree: each claim with the id of the finding that makes it (q1, q3, ...)."""
-
-    claim_a: str
-    finding_a: str
-    claim_b: str
-    finding_b: str
-    severity: float = Field(description="How much the disagreement matters to the answer, 0 (minor) to 1.")
-
-    @field_validator("severity")
-    @classmethod
-    def _clamp_severity(cls, severity: float) -> float:
-        return min(1.0, max(0.0, severity))
-
-
-class GapReport(BaseModel):
-    """The gap detector's verdict on the findings so far."""
-
-    complete: bool
-    score: float = Field(description="How completely the findings answer the question, 0 to 10.")
-    gaps: list[str] = Field(default_factory=list)
-    follow_up_queries: list[SubQuestion] = Field(default_factory=list)
-    contradictions: list[Contradiction] = Field(default_factory=list)
-
-    @field_validator("score")
-    @classmethod
-    def _clamp_score(cls, score: float) -> float:
-        # Clamped rather than rejected: a 10.5 is still a usable verdict, not a reason to stop researching.
-        return min(10.0, max(0.0, score))
-
-
-# --- evidence: how far the findings can be trusted, round by round -----------------------------------------
-
-StopReason = Literal[
-    "complete",  # the gap detector found the findings complete, and the evidence is confident
-    "threshold",  # its score reached `completeness_threshold`, and the evidence is confident
-    "no_improvement",  # neither its score nor the evidence confidence rose enough over the previous round
-    "no_follow_ups",  # nothing new to ask: neither the gap detector nor the weak areas give a follow-up
-    "max_iterations",  # RESEARCH_MAX_ITERATIONS rounds have run
-    "gap_detector_failed",  # it could not be asked; the findings so far are answered from
-    "deadline",  # the research deadline passed (RESEARCH_RUN_TIMEOUT less the answer's reserve)
-    "token_budget",  # the run's tokens reached RESEARCH_MAX_TOKENS_PER_RUN
-]
-# Why research goes on after a round: the gap detector wants more, or the evidence is not yet trusted.
-GoOnReason = Literal["gaps", "shallow", "below_threshold"]
-
-
-class Confidence(BaseModel):
-    """The evidence confidence after a round (`research_engine.confidence`): each component and the
-    weighted score in 0-1, and whether the evidence is shallow."""
-
-    score: float
-    coverage: float
-    credibility: float
-    diversity: float
-    evidence: float
-    consistency: float
-    shallow: bool
-
-
-class PlanChange(BaseModel):
-    """A sub-question a round added to the plan, and why: a gap the detector named, or weak evidence."""
-
-    id: str
-    question: str
-    reason: Literal["gap", "weak_evidence"]
-    weak_area: str | None = None
-
-
-class TraceEntry(BaseModel):
-    """One research round as the trace shows it: how trusted the evidence was, what changed, what next."""
-
-    n: int
-    confidence: Confidence
-    new_sources: int = Field(description="Sources first seen in this round.")
-    sources: int = Field(description="Distinct sources so far.")
-    weak_areas: list[str] = Field(default_factory=list)
-    contradictions: list[Contradiction] = Field(default_factory=list)
-    plan_changes: list[PlanChange] = Field(default_factory=list)
-    stop_reason: StopReason | None = None
-    goes_on_because: GoOnReason | None = None
-
-
-class RunConfidence(Confidence):
-    """The run's confidence, as stored and served: the last round's, with a summary of how it was reached."""
-
-    threshold: float
-    rounds: int
-    progression: list[float] = Field(description="The score after each round.")
-    refinements: int = Field(description="Sub-questions added after the first round.")
-    uncertain: list[str] = Field(description="What remains uncertain: weak areas and contradictions left.")
-    summary: str = Field(description="The above in one paragraph, as shown under a low-confidence answer.")
-    evidence_score: float | None = Field(
-        default=None, description="The research's own score, before the citation check lowered it (null: not lowered)."
-    )
-    citation_support: float | None = Field(
-        default=None,
-        description="Share of the citations the check could read that it found supported; null when citations "
-        "were not checked, or none could be read.",
-    )
-    citations_unchecked: int | None = Field(
-        default=None,
-        description="Citations whose source could not be read to check (`unreachable`): they leave the score "
-        "where the research put it. Null when citations were not checked.",
-    )
-    unchecked_reasons: dict[str, int] = Field(
-        default_factory=dict,
-        description="Why, per reason code of the unreachable citations (`http_403`, `timeout`, `deadline`, ...).",
-    )
 
 
 # --- events -----------------------------------------------------------------------------------------

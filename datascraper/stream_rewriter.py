@@ -1,7 +1,7 @@
 """Rewriting markup in streamed text, where one token may be split across many deltas.
 
 Both citation passes work this way: the web-search answer's inline links become `[n]` markers
-(`openai_search.CitationRewriter`) and the synthesizer's markers are checked against the source list
+(`providers.openai.citations.CitationRewriter`) and the synthesizer's markers are checked against the source list
 (`research_engine.synthesizer.CitationGuard`). Plain text is shown at once; only a segment that could
 still become a token is held back, and never more than `max_held` characters of it.
 """

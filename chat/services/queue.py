@@ -25,9 +25,9 @@ from procrastinate.contrib.django import app
 from chat.db_calls import db_call
 from chat.models import ResearchRun
 from chat.services import leases, runs
-from datascraper.llm import warm_up_models
-from datascraper.llm.lifecycle import start_model_check
-from datascraper.market_data.session import start_market_data
+from datascraper.providers.lifecycle import start_model_check
+from datascraper.providers.warm_up import warm_up_models
+from datascraper.research_engine.data.market_data_client import start_market_data
 
 logger = logging.getLogger(__name__)
 

@@ -3,8 +3,9 @@
 Its `manifest.json` names the set (its absolute path) and the SHA-256 of the set's content when it last ran
 there. The set is its path, not its content: an edited set still resumes in its folder, and its edited rows
 are answered again (`results.row_key`). A folder that names another set, or that holds a results log, a
-report or a plot with no manifest (another tool's file, or an evaluation made before manifests), is refused
-untouched: results of two sets are never mixed, and nothing of someone else's is rewritten.
+report, a plot or a comparison with no manifest (another tool's file, or an evaluation made before
+manifests), is refused untouched: results of two sets are never mixed, and nothing of someone else's is
+rewritten.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from datascraper.evaluation.comparison import COMPARISON_NAME, FIGURES_NAME
 from datascraper.evaluation.report import PLOT_NAME, REPORT_NAME
 from datascraper.evaluation.results import RESULTS_NAME
 
@@ -51,7 +53,8 @@ def claim_folder(out_dir: Path, questions: Path) -> FolderClaim:
             "give another --out, or move that folder away."
         )
     if earlier is None:
-        unclaimed = [name for name in (RESULTS_NAME, REPORT_NAME, PLOT_NAME) if (out_dir / name).exists()]
+        ours = (RESULTS_NAME, REPORT_NAME, PLOT_NAME, COMPARISON_NAME, FIGURES_NAME)
+        unclaimed = [name for name in ours if (out_dir / name).exists()]
         if unclaimed:
             raise FolderTaken(
                 f"{out_dir} holds {', '.join(unclaimed)} but no {MANIFEST_NAME} naming its question set, so it "

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datascraper import prompts
 from datascraper.evaluation.questions import EvalQuestion
 from datascraper.evaluation.results import JudgeVerdict
-from datascraper.llm import parse_structured
 from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.providers.structured import parse_structured
 from datascraper.schemas import UsageLedger
 
 # A judge reads a whole answer and writes a grade per rubric item: slower than a planner call.

@@ -16,16 +16,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from datascraper.market_data.schemas import Earnings, FinancialStatement, PriceHistory, ToolResult
+from datascraper.market_data.finding_schemas import ToolResult
+from datascraper.market_data.schemas import PriceHistory
+from datascraper.market_data.statement_schemas import Earnings, FinancialStatement
+from datascraper.plan_schemas import GapReport, QueryAnalysis
 from datascraper.research_engine.state import ResearchCheckpoint
-from datascraper.schemas import (
-    CheckpointEvent,
-    GapReport,
-    PlanEvent,
-    QueryAnalysis,
-    Route,
-    RunSummary,
-)
+from datascraper.schemas import CheckpointEvent, PlanEvent, Route, RunSummary
 
 
 class OfflineSentence(BaseModel):

@@ -1,9 +1,12 @@
 """A question set: rows with a question, a reference answer and rubric items, read from our JSONL or from a
-CSV in the Vals AI Finance Agent public format.
+CSV in one of the Vals AI Finance Agent public formats.
 
-Vals CSV columns: `Question`, `Answer` (the reference), `Question Type`, `Expert time (mins)` and `Rubric`, a
-JSON list of `{"operator": "correctness"|"contradiction", "criteria": "..."}`. Its rows have no ids, so a row
-is `vals-<line>`; ours name themselves, which lets a set grow without breaking a baseline's ids.
+Vals CSV columns, v1: `Question`, `Answer` (the reference), `Question Type`, `Expert time (mins)` and `Rubric`;
+v2: `Question`, `Type`, `Expert time (mins)` and `Rubric`, with no reference: the judge grades against the
+rubric alone, so a v2 row must have one. The rubric is a JSON list of `{"operator", "criteria"}` (`correctness`,
+`contradiction`, or a benchmark's own operator); an item with `"must_pass": true` fails its row when the judge
+finds it not met, whatever else is met (`results.must_pass_failures`). Vals rows have no ids, so a row is
+`vals-<line>`; ours name themselves, which lets a set grow without breaking a baseline's ids.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from datascraper.evaluation.offline import OfflineScript
 from datascraper.schemas import Mode
 
+# The question type's column: v1 calls it `Question Type`, v2 `Type`.
+VALS_TYPE_COLUMNS = ("Question Type", "Type")
+
 
 class QuestionSetInvalid(Exception):
     """A question set that cannot be read; the message names the file and the row."""
@@ -29,6 +35,7 @@ class RubricItem(BaseModel):
 
     operator: str
     criteria: str
+    must_pass: bool = Field(default=False, description="Not met: the row is wrong, whatever else is met.")
 
     @field_validator("operator")
     @classmethod
@@ -77,9 +84,13 @@ def _read_jsonl(path: Path) -> list[EvalQuestion]:
 
 def _read_vals_csv(path: Path) -> list[EvalQuestion]:
     reader = csv.DictReader(_text_of(path).splitlines())
-    missing = {"Question", "Answer"} - set(reader.fieldnames or ())
-    if missing:
-        raise QuestionSetInvalid(f"{path}: the Vals format needs the columns {', '.join(sorted(missing))}.")
+    columns = set(reader.fieldnames or ())
+    if "Question" not in columns or not columns & {"Answer", "Rubric"}:
+        raise QuestionSetInvalid(
+            f"{path}: a Vals CSV has the columns Question and Answer (v1) or Question and Rubric (v2); "
+            f"this one has {', '.join(sorted(columns)) or 'none'}."
+        )
+    rubric_alone = "Answer" not in columns  # v2: no reference answer
     questions = []
     for row_number, row in enumerate(reader, start=2):  # line 1 is the header
         where = f"{path}, line {row_number}"
@@ -89,7 +100,7 @@ def _read_vals_csv(path: Path) -> list[EvalQuestion]:
                     id=f"vals-{row_number}",
                     question=(row.get("Question") or "").strip(),
                     reference=(row.get("Answer") or "").strip(),
-                    category=(row.get("Question Type") or "").strip() or None,
+                    category=_question_type(row),
                     expert_minutes=_number(row.get("Expert time (mins)")),
                     rubric=_vals_rubric(row.get("Rubric"), where),
                 )
@@ -98,7 +109,18 @@ def _read_vals_csv(path: Path) -> list[EvalQuestion]:
             raise QuestionSetInvalid(f"{where}: {_first_error(exc)}") from None
         if not questions[-1].question:
             raise QuestionSetInvalid(f"{where}: the question is empty.")
+        if rubric_alone and not questions[-1].rubric:
+            raise QuestionSetInvalid(f"{where}: no Answer column and no rubric: nothing to grade the answer against.")
     return questions
+
+
+def _question_type(row: dict[str, str]) -> str | None:
+    """The row's question type, from whichever of v1's and v2's columns the file has."""
+    for name in VALS_TYPE_COLUMNS:
+        value = (row.get(name) or "").strip()
+        if value:
+            return value
+    return None
 
 
 def _vals_rubric(text: str | None, where: str) -> list[RubricItem]:

@@ -271,9 +271,12 @@ def _question_row(result: EvalResult) -> str:
     elif result.judge is None:
         verdict, notes = "ungraded", f"judge failed: {markdown_text(result.judge_error)}" if result.judge_error else ""
     else:
-        verdict = markdown_text(result.judge.verdict)
+        verdict = markdown_text(result.verdict)
         missed = [markdown_text(grade.criteria) for grade in result.judge.criteria if not grade.met]
         notes = ("not met: " + "; ".join(missed)) if missed else ""
+        if result.must_pass_failed:
+            failed = "; ".join(map(markdown_text, result.must_pass_failed))
+            notes += f"{'; ' if notes else ''}must-pass not met (the row fails): {failed}"
     if m.numbers_unmatched:
         notes += f"{'; ' if notes else ''}{m.numbers_unmatched} untraced numbers"
     routes = ", ".join(f"{markdown_text(route)} {count}" for route, count in sorted(m.routes.items())) or "—"

@@ -29,6 +29,13 @@ class _Row(Protocol):
     def question(self) -> str: ...
 
 
+class _Criterion(Protocol):
+    @property
+    def criteria(self) -> str: ...
+    @property
+    def must_pass(self) -> bool: ...
+
+
 def row_key(row: _Row) -> RowKey:
     """What a result must share with a question set's row to stand for it: the id and the question's text."""
     return (row.id, row.question)
@@ -99,11 +106,33 @@ class EvalResult(BaseModel):
     judge_error: str | None = None
     judge_usage: ModelUsage | None = Field(default=None, description="The judge's own calls, apart from the run's.")
     judge_cost_usd: float | None = None
+    must_pass_failed: list[str] = Field(
+        default_factory=list, description="The must-pass rubric items the judge found not met: the row is wrong."
+    )
     finished_at: datetime
 
     @property
     def verdict(self) -> Verdict | None:
-        return self.judge.verdict if self.judge is not None else None
+        """The judge's verdict, but `wrong` when a must-pass item was not met (the judge's own stays in `judge`)."""
+        if self.judge is None:
+            return None
+        return "wrong" if self.must_pass_failed else self.judge.verdict
+
+
+def must_pass_failures(rubric: Sequence[_Criterion], verdict: JudgeVerdict) -> list[str]:
+    """The criteria of the must-pass items the judge did not find met. The judge grades the items in order, so
+    its grades are matched by position when it returned one per item, else by the criterion's text; a
+    must-pass item it returned no grade for was not found met."""
+    if len(verdict.criteria) == len(rubric):
+        met = [grade.met for grade in verdict.criteria]
+    else:
+        by_text = {_plain(grade.criteria): grade.met for grade in verdict.criteria}
+        met = [by_text.get(_plain(item.criteria), False) for item in rubric]
+    return [item.criteria for item, ok in zip(rubric, met, strict=True) if item.must_pass and not ok]
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 class ResultLog:

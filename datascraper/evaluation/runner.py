@@ -19,7 +19,7 @@ from datascraper.errors import ResearchError
 from datascraper.evaluation.judge import Judge
 from datascraper.evaluation.pricing import estimate_cost, usage_cost
 from datascraper.evaluation.questions import EvalQuestion
-from datascraper.evaluation.results import EvalResult, ResultLog, RunMeasures, row_key
+from datascraper.evaluation.results import EvalResult, ResultLog, RunMeasures, must_pass_failures, row_key
 from datascraper.research_engine import run_research
 from datascraper.schemas import ModelUsage, ResearchQuery, RunSummary, UsageLedger
 
@@ -104,6 +104,8 @@ async def evaluate_question(
             result.judge = await judge.grade(question, result.answer, ledger)
         except ResearchError as exc:
             result.judge_error = exc.code
+        else:
+            result.must_pass_failed = must_pass_failures(question.rubric, result.judge)
         result.judge_usage = ledger.by_model.get(judge.model, ModelUsage())
         result.judge_cost_usd = usage_cost(judge.model, result.judge_usage)
     return result

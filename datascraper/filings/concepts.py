@@ -37,7 +37,7 @@ LINE_CONCEPTS: dict[str, tuple[str, ...]] = {
     "shares_outstanding": ("dei:EntityCommonStockSharesOutstanding",),
 }
 
-# Yahoo's statement line names for the same lines (datascraper/market_data/schemas.py).
+# Yahoo's statement line names for the same lines (datascraper/market_data/statement_schemas.py).
 YAHOO_LINES: dict[str, str] = {
     "TotalRevenue": "revenue",
     "CostOfRevenue": "cost_of_revenue",

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from datascraper.formatting import plain_number
+
 FiscalPeriod = Literal["FY", "Q1", "Q2", "Q3", "Q4"]
 AcquiredDisposed = Literal["A", "D"]
 
@@ -290,8 +292,3 @@ class InsiderTransactions(FilingResult):
                 f"held after; Form 4 filed {t.filed}"
             )
         return "\n".join(lines)
-
-
-def plain_number(value: float) -> str:
-    """A figure as filed, unabbreviated: 391,035,000,000 or 2.94."""
-    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"

@@ -238,20 +238,9 @@ class FilingsService:
             return item_text, [], None
         asked = " and ".join(f"Exhibit {n}" for n in numbers) or "The exhibit"
         try:
-            listed = await self.client.document(
-                filing.index_url,
-                ttl_s=self.client.config.document_ttl_s,
-                transform=filing_documents,
-                max_bytes=MAX_TREE_DOCUMENT_BYTES,
-            )
+            documents = await self._exhibit_documents(company, filing)
         except FilingError as exc:
             return item_text, [], f"{asked} is not included: the filing's index page could not be read ({exc.code})."
-        folder = f"/Archives/edgar/data/{company.cik}/{filing.accession.replace('-', '')}/"
-        documents: dict[str, dict[str, str]] = {}
-        for row in listed:
-            number, name = exhibit_number(row["type"]), document_name(row["href"], folder)
-            if number is not None and name is not None:
-                documents.setdefault(number, {**row, "name": name})
         if numbers:
             picked = [n for n in numbers if n in documents]
         else:
@@ -291,6 +280,23 @@ class FilingsService:
                 )
             )
         return whole, exhibits, " ".join(notes) or None
+
+    async def _exhibit_documents(self, company: Company, filing: Filing) -> dict[str, dict[str, str]]:
+        """The exhibits the filing's index page lists, by exhibit number (the first row of each), with the
+        name of the document in the filing's folder; a `FilingError` when the page cannot be read."""
+        listed = await self.client.document(
+            filing.index_url,
+            ttl_s=self.client.config.document_ttl_s,
+            transform=filing_documents,
+            max_bytes=MAX_TREE_DOCUMENT_BYTES,
+        )
+        folder = f"/Archives/edgar/data/{company.cik}/{filing.accession.replace('-', '')}/"
+        documents: dict[str, dict[str, str]] = {}
+        for row in listed:
+            number, name = exhibit_number(row["type"]), document_name(row["href"], folder)
+            if number is not None and name is not None:
+                documents.setdefault(number, {**row, "name": name})
+        return documents
 
     async def _exhibit_text(self, url: str) -> str | FilingError:
         try:

@@ -1,4 +1,5 @@
-"""Typed market data: what each MCP tool returns, and the finding the research engine receives.
+"""Typed market data: what each MCP tool returns. Statements and earnings, the results by reporting period,
+are in `statement_schemas`; the request and the finding the research engine works with, in `finding_schemas`.
 
 Every tool result carries the symbol, the currency, the time the data describes (`as_of`), when it was
 fetched and the Yahoo Finance page it came from, so an answer can cite it. Non-finite numbers are
@@ -8,15 +9,15 @@ inf never reach JSON.
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, date, datetime, time
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from datascraper.formatting import fmt, fmt_pct
 from datascraper.schemas import HistoryInterval as HistoryInterval
-from datascraper.schemas import MarketDataKind, SubUnit
 from datascraper.schemas import StatementFrequency as StatementFrequency
+from datascraper.schemas import SubUnit
 
 ToolName = Literal[
     "get_quote",
@@ -42,50 +43,17 @@ ErrorCode = Literal[
 MAX_NEWS_ITEMS = 20
 DEFAULT_NEWS_ITEMS = 10
 
-# How many days before a period the one its growth is measured against ends: the previous period, or for a
-# quarter also the same quarter a year earlier. "About", since fiscal periods end on different days from year
-# to year (52/53-week years move them by a week).
-YEAR_EARLIER_DAYS = range(335, 396)
-PREVIOUS_PERIOD_DAYS: dict[StatementFrequency, range] = {"quarterly": range(75, 106), "annual": YEAR_EARLIER_DAYS}
-
-# How many statement lines and history bars a summary shows; the payload itself keeps everything.
-_SUMMARY_STATEMENT_LINES = 15
+# How many history bars a summary shows; the payload itself keeps everything.
 _SUMMARY_HISTORY_BARS = 12
-_KEY_STATEMENT_LINES = (
-    "TotalRevenue",
-    "GrossProfit",
-    "OperatingIncome",
-    "EBITDA",
-    "NetIncome",
-    "DilutedEPS",
-    "TotalAssets",
-    "TotalLiabilitiesNetMinorityInterest",
-    "StockholdersEquity",
-    "TotalDebt",
-    "CashAndCashEquivalents",
-    "OperatingCashFlow",
-    "CapitalExpenditure",
-    "FreeCashFlow",
-)
-# The lines the computed facts read (ratios, margins, per-share figures): kept when a statement is cut.
-ESSENTIAL_STATEMENT_LINES = (
-    *_KEY_STATEMENT_LINES,
-    "CostOfRevenue",
-    "OperatingExpense",
-    "BasicEPS",
-    "CurrentAssets",
-    "CurrentLiabilities",
-    "OrdinarySharesNumber",
-    "RepurchaseOfCapitalStock",
-    "CashDividendsPaid",
-)
 
 
-class _Data(BaseModel):
+class StrictData(BaseModel):
+    """A tool result or a part of one: finite numbers only, no field the model does not name."""
+
     model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
 
-class MarketDataResult(_Data):
+class MarketDataResult(StrictData):
     """Fields shared by every tool result: what an answer needs to cite the figures."""
 
     symbol: str
@@ -156,7 +124,7 @@ class Quote(MarketDataResult):
         ]
 
 
-class PriceBar(_Data):
+class PriceBar(StrictData):
     """One bar as Yahoo gives it: prices split-adjusted (a price before a split divided by its ratio), like
     its volume (multiplied by it)."""
 
@@ -180,7 +148,7 @@ class PriceBar(_Data):
     volume: int | None = None
 
 
-class StockSplit(_Data):
+class StockSplit(StrictData):
     day: date = Field(
         description="The first day traded after the split (for bars longer than a day, the first day of its bar)."
     )
@@ -245,143 +213,7 @@ class PriceHistory(MarketDataResult):
         return f"{line}; dividend-adjusted {self.price_text(bar.adj_close)}; volume {fmt(bar.volume)}"
 
 
-class StatementLine(_Data):
-    name: str = Field(description="Yahoo Finance's line item key, e.g. TotalRevenue.")
-    values: list[float | None] = Field(description="One value per period, aligned with `periods`.")
-
-
-class FinancialStatement(MarketDataResult):
-    statement: StatementKind
-    frequency: StatementFrequency
-    periods: list[date] = Field(description="Period end dates, newest first.")
-    lines: list[StatementLine]
-    asked: int | None = Field(
-        default=None,
-        description="How many of the newest periods were asked for; the older ones are kept only as the bases "
-        "their growth is measured against. None: every period was asked for. Set when the router cuts a "
-        "statement to the periods a question asks for.",
-    )
-
-    @property
-    def asked_periods(self) -> list[date]:
-        """The periods asked for: the ones titles, charts and answers are about."""
-        return self.periods if self.asked is None else self.periods[: self.asked]
-
-    def covering(self, *, count: int | None, start: date | None, end: date | None) -> FinancialStatement:
-        """The periods that end within `start`..`end` (inclusive; None is open), the newest `count` of them,
-        and after them the bases their growth needs: the periods ending up to about a year before the oldest
-        one asked (the previous period, and for a quarter the same quarter a year earlier), as far as the
-        statement goes back. "Revenue growth over the last 3 quarters" is three growth rates, which take
-        four quarters at least.
-
-        `asked` counts the periods asked for. Lines without any value in them are dropped; `as_of` becomes
-        the newest period kept. No period asked for is an empty statement, which the caller reports as no
-        data.
-        """
-        asked = [
-            i
-            for i, period_end in enumerate(self.periods)
-            if (start is None or period_end >= start) and (end is None or period_end <= end)
-        ][:count]
-        notes = list(self.notes)
-        if count is not None and len(asked) < count:
-            # "The last 8 quarters" when Yahoo keeps 5: said, so the answer says it too.
-            notes.append(f"{count} periods were asked for; Yahoo Finance has {len(asked)} of them.")
-        if len(asked) == len(self.periods):
-            return self.model_copy(update={"notes": notes}) if notes != self.notes else self
-        kept = _with_growth_bases(asked, self.periods)
-        lines = [
-            StatementLine(name=line.name, values=[line.values[i] for i in kept])
-            for line in self.lines
-            if any(line.values[i] is not None for i in asked)
-        ]
-        periods = [self.periods[i] for i in kept]
-        as_of = datetime.combine(periods[0], time.min, UTC) if periods else self.as_of
-        return self.model_copy(
-            update={"periods": periods, "lines": lines, "as_of": as_of, "asked": len(asked), "notes": notes}
-        )
-
-    def summary_lines(self) -> list[str]:
-        by_name = {line.name: line for line in self.lines}
-        chosen = [by_name[name] for name in _KEY_STATEMENT_LINES if name in by_name]
-        if not chosen:
-            chosen = self.lines[:_SUMMARY_STATEMENT_LINES]
-        header = f"{self.frequency} {self.statement.replace('_', ' ')} statement, periods ending " + ", ".join(
-            str(period) for period in self.asked_periods
-        )
-        bases = self.periods[len(self.asked_periods) :]
-        if bases:
-            header += "; then, not asked for and given only as growth bases, " + ", ".join(map(str, bases))
-        rows = [f"{humanize(line.name)}: " + ", ".join(fmt(value) for value in line.values) for line in chosen]
-        return [header, *rows]
-
-
-class EarningsEvent(_Data):
-    date: datetime
-    eps_estimate: float | None = None
-    eps_reported: float | None = None
-    surprise_percent: float | None = None
-
-
-class Earnings(MarketDataResult):
-    upcoming: list[EarningsEvent] = Field(description="Scheduled reports, soonest first.")
-    reported: list[EarningsEvent] = Field(description="Past reports, newest first.")
-    asked: int | None = Field(
-        default=None,
-        description="How many of the newest past reports were asked for; older ones are kept only as the "
-        "bases of their year-over-year growth. None: every report was asked for.",
-    )
-
-    @property
-    def asked_reported(self) -> list[EarningsEvent]:
-        """The past reports asked for."""
-        return self.reported if self.asked is None else self.reported[: self.asked]
-
-    def covering(self, *, count: int | None, start: date | None, end: date | None) -> Earnings:
-        """The reports dated within `start`..`end` (inclusive; None is open), the newest `count` past ones
-        (`asked` counts them), then the past reports up to about a year before the oldest of them, the bases
-        of their year-over-year growth. Scheduled reports stay unless a range that ends before them is asked
-        for."""
-
-        def within(event: EarningsEvent) -> bool:
-            day = event.date.date()
-            return (start is None or day >= start) and (end is None or day <= end)
-
-        asked = [i for i, event in enumerate(self.reported) if within(event)][:count]
-        kept = _with_growth_bases(asked, [event.date.date() for event in self.reported])
-        return self.model_copy(
-            update={
-                "upcoming": [event for event in self.upcoming if within(event)],
-                "reported": [self.reported[i] for i in kept],
-                "asked": None if len(asked) == len(self.reported) else len(asked),
-            }
-        )
-
-    def summary_lines(self) -> list[str]:
-        lines = [
-            f"next report {event.date.date()}: EPS estimate {fmt(event.eps_estimate)}" for event in self.upcoming[:1]
-        ]
-        asked = len(self.asked_reported)
-        lines.extend(
-            f"reported {event.date.date()}{'' if i < asked else ' (not asked for; a growth base)'}: "
-            f"EPS {fmt(event.eps_reported)} vs estimate {fmt(event.eps_estimate)} "
-            f"(surprise {fmt_pct(event.surprise_percent)})"
-            for i, event in enumerate(self.reported)
-        )
-        return lines
-
-
-def _with_growth_bases(asked: list[int], ends: list[date]) -> list[int]:
-    """The indices `asked` of `ends` (newest first), then those of the older ends up to about a year before
-    the oldest one asked: what the growth of each period asked is measured against."""
-    if not asked:
-        return []
-    oldest = ends[asked[-1]]
-    bases = [j for j in range(asked[-1] + 1, len(ends)) if (oldest - ends[j]).days < YEAR_EARLIER_DAYS.stop]
-    return [*asked, *bases]
-
-
-class RecommendationTrend(_Data):
+class RecommendationTrend(StrictData):
     period: str = Field(description="0m is the current month, -1m the one before.")
     strong_buy: int = 0
     buy: int = 0
@@ -390,7 +222,7 @@ class RecommendationTrend(_Data):
     strong_sell: int = 0
 
 
-class PriceTarget(_Data):
+class PriceTarget(StrictData):
     current: float | None = None
     low: float | None = None
     high: float | None = None
@@ -398,7 +230,7 @@ class PriceTarget(_Data):
     median: float | None = None
 
 
-class RatingChange(_Data):
+class RatingChange(StrictData):
     date: datetime
     firm: str
     to_grade: str | None = None
@@ -456,7 +288,7 @@ class CompanyProfile(MarketDataResult):
         ]
 
 
-class NewsItem(_Data):
+class NewsItem(StrictData):
     title: str
     publisher: str | None = None
     published_at: datetime | None = None
@@ -474,92 +306,7 @@ class News(MarketDataResult):
         ]
 
 
-RESULT_MODELS: dict[ToolName, type[MarketDataResult]] = {
-    "get_quote": Quote,
-    "get_price_history": PriceHistory,
-    "get_financial_statement": FinancialStatement,
-    "get_earnings": Earnings,
-    "get_analyst_ratings": AnalystRatings,
-    "get_company_profile": CompanyProfile,
-    "get_news": News,
-}
-
-
-# --- the request and the finding of a numerical sub-question ---------------------------------------
-
-
-class MarketDataRequest(BaseModel):
-    """The periods one numerical sub-question asks market data for, already validated and consistent
-    (`research_engine.periods` builds it). Unset fields are the tools' defaults.
-
-    Statements and earnings: `frequency`, the newest `periods`, and `start`/`end` bounding the period ends.
-    Price history: `period`, or `start`/`end` (never both), and `interval`. News: `limit`. `end` is
-    inclusive, as the tools take it.
-    """
-
-    frequency: StatementFrequency | None = None
-    periods: int | None = None
-    period: HistoryPeriod | None = None
-    start: date | None = None
-    end: date | None = None
-    interval: HistoryInterval | None = None
-    limit: int | None = None
-    corrections: list[str] = Field(
-        default_factory=list, description="What validation changed in what was asked, as sentences for the answer."
-    )
-
-
-class ToolResult(BaseModel):
-    """One successful tool call, with the tool's structured payload."""
-
-    symbol: str
-    tool: ToolName
-    data: dict[str, Any]
-    as_of: datetime | None = None
-    url: str
-    title: str = Field(description="The citation title, e.g. 'Yahoo Finance — AAPL quote'.")
-
-    def result(self) -> MarketDataResult:
-        """The payload as its typed model."""
-        return RESULT_MODELS[self.tool].model_validate(self.data)
-
-
-class ToolFailure(BaseModel):
-    """A per-ticker failure; the finding still carries whatever other tickers returned."""
-
-    symbol: str
-    code: str
-    message: str
-
-
-class MarketDataFinding(BaseModel):
-    """What market data answered for one numerical sub-question."""
-
-    tickers: list[str]
-    data: MarketDataKind
-    question: str = ""
-    results: list[ToolResult] = Field(default_factory=list)
-    errors: list[ToolFailure] = Field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.results)
-
-    def summary_text(self) -> str:
-        """The numbers with their as-of dates and pages, compact enough for a prompt."""
-        blocks = []
-        for result in self.results:
-            payload = result.result()
-            as_of = _fmt_time(payload.as_of or payload.retrieved_at)
-            blocks.append(
-                f"{result.title} (as of {as_of}, currency {payload.currency_text()}; {result.url})\n"
-                f"{payload.summary_text()}"
-            )
-        blocks.extend(f"{error.symbol or 'request'}: {error.code}: {error.message}" for error in self.errors)
-        return "\n".join(blocks) if blocks else "No market data was retrieved."
-
-
-# --- formatting -------------------------------------------------------------------------------------
+# --- sub-units ---------------------------------------------------------------------------------------
 
 # The fields of the results (and of their bars and price target) that are prices in the quote currency.
 _PRICE_FIELDS = frozenset(
@@ -588,31 +335,3 @@ def in_sub_unit(payload: dict[str, Any]) -> dict[str, Any] | None:
         return value * per_main if number and key in _PRICE_FIELDS else value
 
     return {**scaled(payload), "currency": unit.get("code")}
-
-
-def fmt(value: float | int | None) -> str:
-    """A number as a reader expects it: 391.04B, 196.45, 1.0853."""
-    if value is None:
-        return "n/a"
-    magnitude = abs(value)
-    for threshold, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-        if magnitude >= threshold:
-            return f"{value / threshold:.2f}{suffix}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.2f}" if magnitude >= 10 else f"{value:.4f}"
-
-
-def fmt_pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.2f}%"
-
-
-def humanize(name: str) -> str:
-    """`TotalRevenue` -> `Total Revenue`; acronyms such as EBITDA stay whole."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
-
-
-def _fmt_time(moment: datetime) -> str:
-    if moment.hour == moment.minute == moment.second == 0:
-        return moment.date().isoformat()
-    return moment.strftime("%Y-%m-%d %H:%M %Z").strip()

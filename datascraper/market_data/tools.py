@@ -16,8 +16,6 @@ from pydantic import Field
 from datascraper.market_data.schemas import (
     AnalystRatings,
     CompanyProfile,
-    Earnings,
-    FinancialStatement,
     HistoryInterval,
     HistoryPeriod,
     News,
@@ -27,6 +25,7 @@ from datascraper.market_data.schemas import (
     StatementKind,
     ToolName,
 )
+from datascraper.market_data.statement_schemas import Earnings, FinancialStatement
 from datascraper.market_data.yahoo import DEFAULT_NEWS_ITEMS, MAX_NEWS_ITEMS, YahooFinanceAdapter
 
 MARKET_DATA_TOOL_NAMES: tuple[str, ...] = get_args(ToolName)

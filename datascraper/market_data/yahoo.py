@@ -18,17 +18,14 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol, TypeVar
-from urllib.parse import quote as url_quote
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-import pandas as pd
 import yfinance
 from curl_cffi.requests.exceptions import HTTPError
 from yfinance.data import YfData
 from yfinance.exceptions import (
-    YFDataException,
     YFInvalidPeriodError,
     YFPricesMissingError,
     YFRateLimitError,
@@ -36,6 +33,7 @@ from yfinance.exceptions import (
 )
 
 from datascraper.cache import TTLCache
+from datascraper.market_data import fundamentals
 from datascraper.market_data.errors import (
     InvalidArgument,
     InvalidSymbol,
@@ -48,34 +46,27 @@ from datascraper.market_data.errors import (
 from datascraper.market_data.history import HistoryAsked, price_history, splits_in
 from datascraper.market_data.schemas import (
     DEFAULT_NEWS_ITEMS,
-    ESSENTIAL_STATEMENT_LINES,
     MAX_NEWS_ITEMS,
     AnalystRatings,
     CompanyProfile,
-    Earnings,
-    EarningsEvent,
-    FinancialStatement,
     HistoryInterval,
     HistoryPeriod,
     MarketDataResult,
     News,
     PriceHistory,
-    PriceTarget,
     Quote,
-    RatingChange,
-    RecommendationTrend,
     StatementFrequency,
     StatementKind,
-    StatementLine,
     StockSplit,
 )
+from datascraper.market_data.statement_schemas import Earnings, FinancialStatement
 from datascraper.market_data.symbols import yahoo_spelling
+from datascraper.market_data.ticker import TickerFactory, yahoo_url
 from datascraper.market_data.values import (
     SUB_UNITS,
     currency_or_none,
     integer,
     main_unit,
-    moment,
     news_item,
     num,
     scaled,
@@ -85,10 +76,8 @@ from datascraper.market_data.values import (
 
 logger = logging.getLogger(__name__)
 
-# Output caps keep a tool result small enough for a prompt (price history: `history.MAX_HISTORY_BARS`).
-MAX_STATEMENT_LINES = 80
-MAX_RATING_CHANGES = 10
-EARNINGS_DATES_LIMIT = 12
+# Output caps keep a tool result small enough for a prompt (price history: `history.MAX_HISTORY_BARS`,
+# statements, earnings and ratings: `fundamentals`).
 MAX_DESCRIPTION_CHARS = 1200
 
 # Time to live: prices move, fundamentals change a few times a year.
@@ -99,56 +88,15 @@ FUNDAMENTALS_TTL_S = 86_400.0
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 10.0
 CACHE_KEY_PREFIX = "market_data:v1"
-YAHOO_QUOTE_URL = "https://finance.yahoo.com/quote/"
 
 # AAPL, BRK-B, ^GSPC, EURUSD=X, CL=F, 7203.T, 0700.HK, BTC-USD: letters and digits, an optional index
 # caret, up to two dot/dash suffixes, an optional currency (=X) or futures (=F) marker.
 _SYMBOL = re.compile(r"\^?[A-Z0-9]{1,12}(?:[.-][A-Z0-9]{1,6}){0,2}(?:=[XF])?")
 _MAX_SYMBOL_CHARS = 20
 
-_STATEMENT_FREQ = {"annual": "yearly", "quarterly": "quarterly", "ttm": "trailing"}
-_STATEMENT_PAGE = {"income": "financials", "balance": "balance-sheet", "cash_flow": "cash-flow"}
-_STATEMENT_NAME = {"income": "income statement", "balance": "balance sheet", "cash_flow": "cash flow statement"}
-
 PREVIOUS_CLOSE_BASIS = "regularMarketPreviousClose: the official close of the previous regular session"
 
 ResultT = TypeVar("ResultT", bound=MarketDataResult)
-
-
-class TickerLike(Protocol):
-    """The part of `yfinance.Ticker` the adapter uses (tests pass real Tickers wired to a fake Yahoo)."""
-
-    @property
-    def fast_info(self) -> Any: ...
-
-    @property
-    def info(self) -> Mapping[str, Any]: ...
-
-    @property
-    def recommendations_summary(self) -> pd.DataFrame | None: ...
-
-    @property
-    def analyst_price_targets(self) -> Mapping[str, Any] | None: ...
-
-    @property
-    def upgrades_downgrades(self) -> pd.DataFrame | None: ...
-
-    def history(self, **kwargs: Any) -> pd.DataFrame: ...
-
-    def get_history_metadata(self) -> Mapping[str, Any]: ...
-
-    def get_income_stmt(self, *, freq: str) -> pd.DataFrame | None: ...
-
-    def get_balance_sheet(self, *, freq: str) -> pd.DataFrame | None: ...
-
-    def get_cashflow(self, *, freq: str) -> pd.DataFrame | None: ...
-
-    def get_earnings_dates(self, *, limit: int) -> pd.DataFrame | None: ...
-
-    def get_news(self, *, count: int) -> list[dict[str, Any]]: ...
-
-
-TickerFactory = Callable[[str], TickerLike]
 
 
 def normalize_symbol(raw: str) -> str:
@@ -158,12 +106,6 @@ def normalize_symbol(raw: str) -> str:
         shown = raw[:32] if isinstance(raw, str) else type(raw).__name__
         raise InvalidSymbol(f"{shown!r} is not a valid ticker symbol.")
     return yahoo_spelling(symbol)
-
-
-def yahoo_url(symbol: str, page: str = "") -> str:
-    """The Yahoo Finance page for a symbol, e.g. https://finance.yahoo.com/quote/AAPL/history."""
-    base = YAHOO_QUOTE_URL + url_quote(symbol, safe="")
-    return f"{base}/{page}" if page else base
 
 
 class YahooFinanceAdapter:
@@ -226,16 +168,21 @@ class YahooFinanceAdapter:
         return await self._fetch(
             FinancialStatement,
             symbol,
-            _STATEMENT_NAME[statement],
+            fundamentals.STATEMENT_NAME[statement],
             f"statement:{symbol}:{statement}:{frequency}",
             FUNDAMENTALS_TTL_S,
-            lambda: self._financial_statement(symbol, statement, frequency),
+            lambda: fundamentals.financial_statement(self._ticker(symbol), symbol, statement, frequency, self._now),
         )
 
     async def earnings(self, symbol: str) -> Earnings:
         symbol = normalize_symbol(symbol)
         return await self._fetch(
-            Earnings, symbol, "earnings", f"earnings:{symbol}", FUNDAMENTALS_TTL_S, lambda: self._earnings(symbol)
+            Earnings,
+            symbol,
+            "earnings",
+            f"earnings:{symbol}",
+            FUNDAMENTALS_TTL_S,
+            lambda: fundamentals.earnings(self._ticker(symbol), symbol, self._now),
         )
 
     async def analyst_ratings(self, symbol: str) -> AnalystRatings:
@@ -246,7 +193,7 @@ class YahooFinanceAdapter:
             "analyst ratings",
             f"analysts:{symbol}",
             FUNDAMENTALS_TTL_S,
-            lambda: self._analyst_ratings(symbol),
+            lambda: fundamentals.analyst_ratings(self._ticker(symbol), symbol, self._now),
         )
 
     async def company_profile(self, symbol: str) -> CompanyProfile:
@@ -389,152 +336,6 @@ class YahooFinanceAdapter:
                 "split-adjusted as Yahoo gives them, and differ from the prices as traded if a split came since."
             )
         return splits_in(frame) if frame is not None else [], None
-
-    def _financial_statement(
-        self, symbol: str, statement: StatementKind, frequency: StatementFrequency
-    ) -> FinancialStatement:
-        ticker = self._ticker(symbol)
-        getter = {
-            "income": ticker.get_income_stmt,
-            "balance": ticker.get_balance_sheet,
-            "cash_flow": ticker.get_cashflow,
-        }[statement]
-        try:
-            frame = getter(freq=_STATEMENT_FREQ[frequency])
-        except IndexError:
-            # yfinance takes the first column of a trailing table without checking there is one.
-            frame = None
-        name = _STATEMENT_NAME[statement]
-        if frame is not None:
-            # Yahoo pads tables with periods and lines that carry no value at all.
-            frame = frame.dropna(axis=1, how="all").dropna(axis=0, how="all")
-        if frame is None or frame.empty:
-            raise NoMarketData(f"Yahoo Finance has no {frequency} {name} for {symbol}.")
-        frame = frame[sorted(frame.columns, reverse=True)]
-        notes = []
-        if len(frame) > MAX_STATEMENT_LINES:
-            # yfinance orders lines as Yahoo's site does, the ratio inputs (revenue, debt, equity, cash) late:
-            # those are kept first, then the others in order.
-            essential = set(ESSENTIAL_STATEMENT_LINES)
-            kept = [name for name in frame.index if name in essential]
-            kept += [name for name in frame.index if name not in essential][: MAX_STATEMENT_LINES - len(kept)]
-            notes.append(
-                f"Showing {len(kept)} of {len(frame)} line items: the key lines, then the first others in Yahoo's "
-                "order."
-            )
-            frame = frame.loc[[name for name in frame.index if name in set(kept)]]
-        periods = [moment(column).date() for column in frame.columns]
-        return FinancialStatement(
-            symbol=symbol,
-            currency=currency_or_none(symbol, lambda: ticker.info.get("financialCurrency")),
-            as_of=datetime.combine(periods[0], datetime.min.time(), UTC),
-            retrieved_at=self._now(),
-            url=yahoo_url(symbol, _STATEMENT_PAGE[statement]),
-            notes=notes,
-            statement=statement,
-            frequency=frequency,
-            periods=periods,
-            lines=[
-                StatementLine(name=str(line), values=[num(value) for value in values])
-                for line, values in zip(frame.index, frame.to_numpy(), strict=True)
-            ],
-        )
-
-    def _earnings(self, symbol: str) -> Earnings:
-        ticker = self._ticker(symbol)
-        frame = ticker.get_earnings_dates(limit=EARNINGS_DATES_LIMIT)
-        if frame is None or frame.empty:
-            raise NoMarketData(f"Yahoo Finance has no earnings dates for {symbol}.")
-        # yfinance returns Yahoo's whole page (25 rows) whatever the limit: keep the newest rows asked for.
-        frame = frame.sort_index(ascending=False).head(EARNINGS_DATES_LIMIT)
-        retrieved_at = self._now()
-        events = [
-            EarningsEvent(
-                date=moment(ts),
-                eps_estimate=num(row.get("EPS Estimate")),
-                eps_reported=num(row.get("Reported EPS")),
-                surprise_percent=num(row.get("Surprise(%)")),
-            )
-            for ts, row in frame.iterrows()
-        ]
-        upcoming = [event for event in events if event.date >= retrieved_at]
-        reported = [event for event in events if event.date < retrieved_at]
-        return Earnings(
-            symbol=symbol,
-            currency=currency_or_none(symbol, lambda: ticker.info.get("financialCurrency")),
-            as_of=retrieved_at,
-            retrieved_at=retrieved_at,
-            url=f"https://finance.yahoo.com/calendar/earnings?symbol={url_quote(symbol, safe='')}",
-            upcoming=sorted(upcoming, key=lambda e: e.date),
-            reported=sorted(reported, key=lambda e: e.date, reverse=True),
-        )
-
-    def _analyst_ratings(self, symbol: str) -> AnalystRatings:
-        ticker = self._ticker(symbol)
-        notes: list[str] = []
-        failures: list[Exception] = []
-
-        def part(name: str, read: Callable[[], Any]) -> Any:
-            """One part on its own: a part Yahoo has nothing for, or that fails, leaves the others intact."""
-            try:
-                return read()
-            except YFDataException:
-                # yfinance raises on an empty upgrade/downgrade list, whatever `hide_exceptions` says.
-                notes.append(f"Yahoo Finance has no {name} for {symbol}.")
-            except Exception as exc:
-                failures.append(exc)
-                notes.append(f"The {name} could not be fetched from Yahoo Finance.")
-            return None
-
-        summary = part("recommendation trend", lambda: ticker.recommendations_summary)
-        targets = part("price targets", lambda: ticker.analyst_price_targets) or {}
-        changes = part("upgrade and downgrade history", lambda: ticker.upgrades_downgrades)
-        quoted = currency_or_none(symbol, lambda: ticker.get_history_metadata().get("currency"))
-        currency, divisor = main_unit(quoted)
-        trend = [
-            RecommendationTrend(
-                period=str(row.get("period", "")),
-                strong_buy=integer(row.get("strongBuy")) or 0,
-                buy=integer(row.get("buy")) or 0,
-                hold=integer(row.get("hold")) or 0,
-                sell=integer(row.get("sell")) or 0,
-                strong_sell=integer(row.get("strongSell")) or 0,
-            )
-            for _, row in (summary.iterrows() if summary is not None else ())
-        ]
-        target = PriceTarget(
-            **{key: scaled(targets.get(key), divisor) for key in ("current", "low", "high", "mean", "median")}
-        )
-        recent: list[RatingChange] = []
-        if changes is not None and not changes.empty:
-            for ts, row in changes.sort_index(ascending=False).head(MAX_RATING_CHANGES).iterrows():
-                recent.append(
-                    RatingChange(
-                        date=moment(ts),
-                        firm=text(row.get("Firm")) or "unknown",
-                        to_grade=text(row.get("ToGrade")),
-                        from_grade=text(row.get("FromGrade")),
-                        action=text(row.get("Action")),
-                    )
-                )
-        has_target = any(value is not None for value in target.model_dump().values())
-        if not trend and not has_target and not recent:
-            if failures:
-                raise failures[0]
-            raise NoMarketData(f"Yahoo Finance has no analyst ratings for {symbol}.")
-        retrieved_at = self._now()
-        return AnalystRatings(
-            symbol=symbol,
-            currency=currency,
-            as_of=retrieved_at,
-            retrieved_at=retrieved_at,
-            url=yahoo_url(symbol, "analysis"),
-            notes=notes,
-            sub_unit=SUB_UNITS.get(quoted or ""),
-            trend=trend,
-            price_target=target if has_target else None,
-            recent_changes=recent,
-        )
 
     def _company_profile(self, symbol: str) -> CompanyProfile:
         info = self._ticker(symbol).info or {}

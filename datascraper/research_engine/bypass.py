@@ -20,16 +20,16 @@ from typing import Literal
 from datascraper import prompts
 from datascraper.errors import ResearchError
 from datascraper.market_data.errors import MarketDataError
-from datascraper.market_data.fetch import fetch_market_data
 from datascraper.market_data.schemas import Quote
-from datascraper.openai_search import WebSearchStream
 from datascraper.quality_logger import SpeculationOutcome
 from datascraper.query_analyzer import FastPathMatch
-from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.confidence import annotate_sources
+from datascraper.research_engine.data.market_data import fetch_market_data
+from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.source_types import SourceClassifier
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent
+from datascraper.web_search import WebSearchStream
 
 logger = logging.getLogger(__name__)
 

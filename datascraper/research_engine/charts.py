@@ -21,12 +21,14 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import TypeVar
 
-from datascraper.market_data.schemas import FinancialStatement, MarketDataResult, PriceHistory, humanize
-from datascraper.openai_search import clean_url
-from datascraper.research_engine.as_of import as_of_moment, as_of_text, bar_label, bar_moment, period_label
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar
+from datascraper.formatting import humanize
+from datascraper.market_data.schemas import MarketDataResult, PriceHistory
+from datascraper.market_data.statement_schemas import FinancialStatement
+from datascraper.research_engine.periods.as_of import as_of_moment, as_of_text, bar_label, bar_moment, period_label
+from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar
 from datascraper.research_engine.state import Finding
 from datascraper.schemas import ChartEvent, ChartSeries, Source
+from datascraper.sources import clean_url
 
 logger = logging.getLogger(__name__)
 

@@ -40,6 +40,7 @@ from typing import Literal
 
 from datascraper import prompts
 from datascraper.models_config import ConfidenceWeights
+from datascraper.plan_schemas import SubQuestion
 from datascraper.query_analyzer import COMMON_TICKERS
 from datascraper.research_engine.source_types import (
     SourceClassifier,
@@ -48,7 +49,8 @@ from datascraper.research_engine.source_types import (
     registered_domain,
 )
 from datascraper.research_engine.state import Finding, normalized_question
-from datascraper.schemas import Confidence, Contradiction, DomainType, Source, SubQuestion
+from datascraper.schemas import DomainType, Source
+from datascraper.trace_schemas import Confidence, Contradiction
 
 TYPE_WEIGHTS: dict[DomainType, float] = {
     "regulator": 1.0,

@@ -14,11 +14,13 @@ from collections.abc import Iterator, Sequence
 from datetime import date
 
 from datascraper.filings.concepts import YAHOO_LINES, as_filed
-from datascraper.filings.research import figure_source, figure_sources
-from datascraper.filings.schemas import ReportedFigure, plain_number
-from datascraper.market_data.schemas import FinancialStatement, humanize
+from datascraper.filings.schemas import ReportedFigure
+from datascraper.formatting import humanize, plain_number
+from datascraper.market_data.statement_schemas import FinancialStatement
+from datascraper.research_engine.data.filings import figure_source, figure_sources
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import Contradiction, DerivedInput, Fact, FactSource
+from datascraper.schemas import DerivedInput, Fact, FactSource
+from datascraper.trace_schemas import Contradiction
 
 # Beyond rounding: companies report in thousands or millions and Yahoo restates into its own lines, so a
 # tenth of a percent; per-share figures are reported to the cent.

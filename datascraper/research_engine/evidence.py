@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 from datascraper.citations import MarketEvidence, SourceText
 from datascraper.market_data.schemas import in_sub_unit
-from datascraper.openai_search import clean_url
 from datascraper.quality_logger import NumberCheck, check_numbers, market_values
 from datascraper.research_engine.state import RunState
+from datascraper.sources import clean_url
 
 
 def market_evidence(state: RunState) -> dict[int, MarketEvidence | SourceText]:

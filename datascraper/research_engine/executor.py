@@ -19,13 +19,14 @@ from typing import cast
 
 from datascraper import prompts
 from datascraper.errors import ACCOUNT_FAILURES, DeadlineExceeded, ResearchError
-from datascraper.filings.research import STATEMENT_LINES, FilingFinding, fetch_disclosures, fetch_reported_figures
-from datascraper.llm import breaker
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
-from datascraper.openai_search import WebSearchStream
-from datascraper.research_engine.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
-from datascraper.research_engine.periods import fiscal_ask, market_data_request
+from datascraper.plan_schemas import SubQuestion
+from datascraper.providers import breaker
+from datascraper.research_engine.data.filing_disclosures import fetch_disclosures
+from datascraper.research_engine.data.filings import STATEMENT_LINES, FilingFinding, fetch_reported_figures
+from datascraper.research_engine.periods.fiscal_fetch import FiscalMarketData, fetch_by_fiscal_period
+from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
 from datascraper.research_engine.state import Deadline, Finding, PlannedStep
 from datascraper.schemas import (
     FilingDataKind,
@@ -34,10 +35,10 @@ from datascraper.schemas import (
     StepEvent,
     StepRoute,
     StepState,
-    SubQuestion,
     UsageLedger,
     is_filing_data,
 )
+from datascraper.web_search import WebSearchStream
 
 logger = logging.getLogger(__name__)
 

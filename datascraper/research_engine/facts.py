@@ -4,18 +4,12 @@ The model is not trusted with arithmetic: growth rates, changes, margins, ratios
 computed here, handed to the synthesizer as facts to cite (F1, F2, ...), stored on the run, and count as
 matched in the number check (`quality_logger`).
 
-The rules, deliberately:
-- Growth (period over period; year over year, which for a quarterly statement compares with the quarter
-  ending about a year earlier) is (current - base) / base x 100 and needs a positive base. It is computed
-  for each period asked for: the bases may be periods that were not asked for, which the router keeps for
-  this (`FinancialStatement.covering`), so three quarters asked give three growth rates, not two. From a zero
-  base there is no growth figure; from a negative base (a loss) a percentage misleads (a loss narrowing
-  from -10 to -5 is not "-50%"). Either way the fact is kept with no value and a note saying why, and the
-  change in amount, always meaningful, stands beside it.
-- CAGR needs a positive first and last value; margins a positive revenue; ratios a positive denominator
-  (debt over negative equity means nothing). Otherwise: no value, and a note.
-- Cash outflows (capital expenditure, buybacks, dividends), which statements show as negative numbers,
-  are compared as the amounts spent.
+Which figures, deliberately (how each is computed, and when it is not meaningful: `fact_arithmetic`):
+- Growth is period over period, and year over year, which for a quarterly statement compares with the
+  quarter ending about a year earlier. It is computed for each period asked for: the bases may be periods
+  that were not asked for, which the router keeps for this (`FinancialStatement.covering`), so three
+  quarters asked give three growth rates, not two. The newest period's change in amount stands beside its
+  growth, meaningful even where the growth is not.
 - A missing value (None) gives no fact at all.
 - Bounded and relevant: only the lines a sub-question names (revenue, net income, EPS, free cash flow,
   ...), else the statement's headline line, as its charts pick them (`charts.lines_asked`), margins when
@@ -29,25 +23,34 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import combinations
 
-from datascraper.market_data.schemas import (
+from datascraper.formatting import fmt, humanize
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.schemas import PriceHistory
+from datascraper.market_data.statement_schemas import (
     PREVIOUS_PERIOD_DAYS,
     YEAR_EARLIER_DAYS,
     Earnings,
     FinancialStatement,
-    MarketDataFinding,
-    PriceHistory,
-    ToolResult,
-    fmt,
-    humanize,
 )
 from datascraper.research_engine.charts import lines_asked
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar
-from datascraper.schemas import Fact, FactInput, FactKind, FactSource
+from datascraper.research_engine.fact_arithmetic import (
+    OUTFLOW_LINES,
+    amount,
+    cagr_fact,
+    change_fact,
+    figure_text,
+    growth_fact,
+    margin_fact,
+    new_fact,
+    ratio_fact,
+)
+from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar
+from datascraper.schemas import Fact, FactInput, FactSource
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +62,6 @@ UNKNOWN_CURRENCY = "currency unknown"
 # Which facts a run keeps first when it has more than MAX_FACTS.
 HEADLINE, DETAIL, OLDER = 0, 1, 2
 
-_OUTFLOW_LINES = {"CapitalExpenditure", "RepurchaseOfCapitalStock", "CashDividendsPaid"}
 _PER_SHARE_LINES = {"DilutedEPS", "BasicEPS"}  # growth compares across companies; amounts do not
 _MARGINS_ASKED = re.compile(r"margin|profitab")
 _MARGINS = (
@@ -163,12 +165,12 @@ class _FactBook:
         for (description, unit), entries in self.comparables.items():
             for a, b in combinations(entries, 2):
                 self.add(
-                    _fact(
+                    new_fact(
                         f"{a.symbol} minus {b.symbol}: {description}",
                         a.value - b.value,
                         "percentage points" if unit == "percent" else unit,
                         "difference",
-                        f"{a.symbol}'s - {b.symbol}'s = {_plain(a.value, unit)} - {_plain(b.value, unit)}",
+                        f"{a.symbol}'s - {b.symbol}'s = {figure_text(a.value, unit)} - {figure_text(b.value, unit)}",
                         [*a.inputs, *b.inputs],
                     ),
                     tier=max(a.tier, b.tier),
@@ -216,7 +218,7 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
     year earlier, where the statement has them; the newest period's change in amount; for an annual
     statement, the CAGR from the base of the oldest year asked to the newest."""
     inputs = [_input(statement, line, i, source) for i in range(len(statement.periods))]
-    what = humanize(line) + (" (amount spent)" if line in _OUTFLOW_LINES else "")
+    what = humanize(line) + (" (amount spent)" if line in OUTFLOW_LINES else "")
     currency = statement.currency or UNKNOWN_CURRENCY
     frequency = statement.frequency
     for i in range(min(len(statement.asked_periods), MAX_PERIOD_PAIRS)):
@@ -229,18 +231,19 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
         if base is not None:
             between = f"{book.period(statement, current)} vs {book.period(statement, base)}"
             book.add(
-                _growth("growth", f"{current.symbol} {what} growth, {between}", current, base),
+                growth_fact("growth", f"{current.symbol} {what} growth, {between}", current, base),
                 tier=HEADLINE if newest else OLDER,
                 compare_as=f"{what} growth, latest {frequency} period" if newest else None,
             )
             if newest:
-                book.add(_change(f"{current.symbol} {what} change, {between}", current, base, currency), tier=DETAIL)
+                change = change_fact(f"{current.symbol} {what} change, {between}", current, base, currency)
+                book.add(change, tier=DETAIL)
         earlier = _year_earlier(statement.periods, i) if frequency == "quarterly" else None
         year_base = inputs[earlier] if earlier is not None else None
         if year_base is not None:
             between = f"{book.period(statement, current)} vs {book.period(statement, year_base)}"
             book.add(
-                _growth("yoy_growth", f"{current.symbol} {what} year over year, {between}", current, year_base),
+                growth_fact("yoy_growth", f"{current.symbol} {what} year over year, {between}", current, year_base),
                 tier=HEADLINE if newest else OLDER,
                 compare_as=f"{what} year-over-year growth, latest quarter" if newest else None,
             )
@@ -249,13 +252,13 @@ def _line_facts(statement: FinancialStatement, line: str, source: FactSource, bo
             book.offer(
                 f"{what}, latest {frequency} period",
                 currency,
-                _Comparable(current.symbol, _amount(current), [current], DETAIL),
+                _Comparable(current.symbol, amount(current), [current], DETAIL),
             )
     if frequency == "annual":
-        _cagr_fact(statement, inputs, what, book)
+        _line_cagr(statement, inputs, what, book)
 
 
-def _cagr_fact(statement: FinancialStatement, inputs: list[FactInput | None], what: str, book: _FactBook) -> None:
+def _line_cagr(statement: FinancialStatement, inputs: list[FactInput | None], what: str, book: _FactBook) -> None:
     """The CAGR from the oldest year asked (or the year before it, its base, when the statement has it) to
     the newest."""
     if not statement.periods:
@@ -270,7 +273,7 @@ def _cagr_fact(statement: FinancialStatement, inputs: list[FactInput | None], wh
     if years < 2:
         return
     label = f"{last.symbol} {what} CAGR, {book.period(statement, first)} to {book.period(statement, last)}"
-    book.add(_cagr(label, first, last, years), tier=DETAIL, compare_as=f"{what} CAGR over {years} years")
+    book.add(cagr_fact(label, first, last, years), tier=DETAIL, compare_as=f"{what} CAGR over {years} years")
 
 
 def _margin_facts(
@@ -289,16 +292,8 @@ def _margin_facts(
         if part is None or revenue is None:
             continue
         label = f"{part.symbol} {name}, {book.period(statement, part)}"
-        formula = f"{humanize(line)} / Total Revenue x 100"
-        if revenue.value <= 0:
-            note = f"no margin: revenue is {'zero' if revenue.value == 0 else 'negative'}"
-            fact = _fact(label, None, "percent", "margin", formula, [part, revenue], note=note)
-        else:
-            value = part.value / revenue.value * 100
-            formula += f" = {fmt(part.value)} / {fmt(revenue.value)} x 100"
-            fact = _fact(label, value, "percent", "margin", formula, [part, revenue])
         book.add(
-            fact,
+            margin_fact(label, line, part, revenue),
             tier=HEADLINE if i == 0 else OLDER,
             compare_as=f"{name}, latest {statement.frequency} period" if i == 0 else None,
         )
@@ -321,16 +316,8 @@ def _ratio_facts(
         if top is None or bottom is None:
             continue
         label = f"{top.symbol} {name}, {book.period(statement, top)}"
-        formula = f"{humanize(numerator)} / {humanize(denominator)}"
-        if bottom.value <= 0:
-            state = "zero" if bottom.value == 0 else f"negative ({fmt(bottom.value)})"
-            note = f"not meaningful: {humanize(denominator)} is {state}"
-            fact = _fact(label, None, "ratio", "ratio", formula, [top, bottom], note=note)
-        else:
-            formula += f" = {fmt(top.value)} / {fmt(bottom.value)}"
-            fact = _fact(label, top.value / bottom.value, "ratio", "ratio", formula, [top, bottom])
         book.add(
-            fact,
+            ratio_fact(label, numerator, denominator, top, bottom),
             tier=HEADLINE if i == 0 else OLDER,
             compare_as=f"{name}, latest {statement.frequency} period" if i == 0 else None,
         )
@@ -382,7 +369,7 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
             formula = f"reported EPS - estimated EPS = {fmt(current.value)} - {fmt(estimate.value)}"
             surprise = current.value - estimate.value
             book.add(
-                _fact(label, surprise, currency, "difference", formula, [current, estimate]),
+                new_fact(label, surprise, currency, "difference", formula, [current, estimate]),
                 tier=HEADLINE if newest else OLDER,
             )
         for earlier, earlier_eps in reported:
@@ -390,7 +377,7 @@ def _earnings_facts(earnings: Earnings, source: FactSource, book: _FactBook) -> 
                 base = _dated_input(symbol, "eps_reported", earlier.date, earlier_eps, source)
                 label = f"{symbol} reported EPS year over year, report of {current.period} vs {base.period}"
                 book.add(
-                    _growth("yoy_growth", label, current, base),
+                    growth_fact("yoy_growth", label, current, base),
                     tier=HEADLINE if newest else OLDER,
                     compare_as="reported EPS year-over-year growth" if newest else None,
                 )
@@ -409,7 +396,7 @@ def _history_facts(history: PriceHistory, source: FactSource, book: _FactBook) -
     within = [split.text() for split in history.splits if base.period < split.day.isoformat() <= current.period]
     adjusted = f" (split-adjusted for {' and '.join(within)})" if within else ""
     book.add(
-        _growth(
+        growth_fact(
             "growth", f"{history.symbol} closing price change, {span}{adjusted}", current, base, history.price_text
         ),
         tier=HEADLINE,
@@ -419,66 +406,3 @@ def _history_facts(history: PriceHistory, source: FactSource, book: _FactBook) -
 
 def _dated_input(symbol: str, line: str, moment: datetime, value: float, source: FactSource) -> FactInput:
     return FactInput(symbol=symbol, line=line, period=moment.date().isoformat(), value=value, source=source)
-
-
-# --- the arithmetic --------------------------------------------------------------------------------------
-
-
-def _amount(value: FactInput) -> float:
-    """The amount compared: outflows as the amount spent."""
-    return -value.value if value.line in _OUTFLOW_LINES else value.value
-
-
-def _growth(
-    kind: FactKind, label: str, current: FactInput, base: FactInput, shown: Callable[[float], str] = fmt
-) -> Fact:
-    """`shown` writes the amounts in the formula (a London price: 72.50p (£0.7250))."""
-    now, then = _amount(current), _amount(base)
-    formula = "(current - base) / base x 100"
-    if then == 0:
-        note = "no growth figure: the base is zero"
-        return _fact(label, None, "percent", kind, formula, [current, base], note=note)
-    if then < 0:
-        note = f"not reported as a percentage: the base is negative ({fmt(then)}); use the change in amount"
-        return _fact(label, None, "percent", kind, formula, [current, base], note=note)
-    formula += f" = ({shown(now)} - {shown(then)}) / {shown(then)} x 100"
-    return _fact(label, (now - then) / then * 100, "percent", kind, formula, [current, base])
-
-
-def _change(label: str, current: FactInput, base: FactInput, unit: str) -> Fact:
-    now, then = _amount(current), _amount(base)
-    return _fact(label, now - then, unit, "change", f"current - base = {fmt(now)} - {fmt(then)}", [current, base])
-
-
-def _cagr(label: str, first: FactInput, last: FactInput, years: int) -> Fact:
-    start, end = _amount(first), _amount(last)
-    formula = f"((last / first) ^ (1 / years) - 1) x 100, over {years} years"
-    if start <= 0 or end <= 0:
-        note = "not meaningful: the first and last values must both be positive"
-        return _fact(label, None, "percent", "cagr", formula, [last, first], note=note)
-    formula += f" = (({fmt(end)} / {fmt(start)}) ^ (1 / {years}) - 1) x 100"
-    return _fact(label, ((end / start) ** (1 / years) - 1) * 100, "percent", "cagr", formula, [last, first])
-
-
-def _fact(
-    label: str,
-    value: float | None,
-    unit: str,
-    kind: FactKind,
-    formula: str,
-    inputs: list[FactInput],
-    *,
-    note: str | None = None,
-) -> Fact:
-    """A fact to number later (`_FactBook.numbered`)."""
-    rounded = None if value is None else _rounded(value)
-    return Fact(id="", label=label, value=rounded, unit=unit, kind=kind, formula=formula, inputs=inputs, note=note)
-
-
-def _rounded(value: float) -> float:
-    # Enough digits for any figure an answer writes; none of the float noise (6.08 - 6.13 = -0.04999...).
-    return round(value, 6)
-
-
-def _plain(value: float, unit: str) -> str:
-    return f"{value:.2f}%" if unit == "percent" else fmt(value)

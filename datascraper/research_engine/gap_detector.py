@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from datetime import date
 
 from datascraper import prompts
-from datascraper.llm import parse_structured
 from datascraper.models_config import ResearchConfig
+from datascraper.plan_schemas import GapReport
+from datascraper.providers.structured import parse_structured
 from datascraper.research_engine.confidence import EvidenceAssessment
 from datascraper.research_engine.state import Finding, RunState
-from datascraper.schemas import Contradiction, GapReport, StopReason, UsageLedger
+from datascraper.schemas import UsageLedger
+from datascraper.trace_schemas import Contradiction, StopReason
 
 logger = logging.getLogger(__name__)
 

@@ -14,12 +14,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field
 
 from datascraper.errors import DeadlineExceeded
-from datascraper.filings.research import FilingFinding, disclosure_data
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataRequest
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest
 from datascraper.models_config import ResearchConfig
+from datascraper.plan_schemas import SubQuestion
 from datascraper.quality_logger import NumberCheck, SpeculationOutcome
-from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalCalendar
-from datascraper.research_engine.periods import fiscal_ask, market_data_request
+from datascraper.research_engine.data.filing_disclosures import disclosure_data
+from datascraper.research_engine.data.filings import FilingFinding
+from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar
+from datascraper.research_engine.periods.request import fiscal_ask, market_data_request
 from datascraper.schemas import (
     ChartEvent,
     DataKind,
@@ -28,15 +30,12 @@ from datascraper.schemas import (
     PlannedSubQuestion,
     ResearchQuery,
     Route,
-    RunConfidence,
     Source,
-    StopReason,
-    SubQuestion,
     SubQuestionType,
-    TraceEntry,
     UsageLedger,
     is_filing_data,
 )
+from datascraper.trace_schemas import RunConfidence, StopReason, TraceEntry
 
 FindingStatus = Literal["answered", "failed", "deferred"]
 T = TypeVar("T")
@@ -263,7 +262,7 @@ class RunState:
     gap_detector_fallback: str | None = None
     answer: str = ""
     answer_note: str = ""  # shown under the answer: untraced market-data numbers, a low-confidence warning
-    # Judged once the answer is final (`pipeline.judge_answer`), for the note under it and the summary.
+    # Judged once the answer is final (`summary.judge_answer`), for the note under it and the summary.
     numbers: NumberCheck = field(default_factory=NumberCheck)  # its numbers cited to market data, checked
     confidence: RunConfidence | None = None  # the rounds' evidence summed up; None without rounds
     sources: list[Source] = field(default_factory=list)
@@ -290,10 +289,6 @@ class RunState:
     def token_budget_spent(self) -> bool:
         budget = self.config.max_tokens_per_run
         return budget is not None and self.tokens_used >= budget
-
-    def planner_timeout_s(self) -> float:
-        """The time a planner call gets: its own bound, cut short by the research deadline."""
-        return min(self.config.planner_timeout_s, self.deadline.research_remaining())
 
 
 def today_in(timezone: str | None) -> date:

@@ -21,33 +21,27 @@ from datetime import date
 
 from datascraper import prompts
 from datascraper.errors import ResearchError
-from datascraper.filings.research import FilingFinding, cited_lines, figure_sources, filing_sources
 from datascraper.filings.schemas import (
     FilingList,
     FilingSection,
     InsiderTransactions,
     ReportedFigure,
     ReportedFigures,
-    plain_number,
 )
-from datascraper.market_data.schemas import MarketDataFinding, MarketDataResult, ToolResult, fmt
+from datascraper.formatting import fmt, plain_number
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.schemas import MarketDataResult
 from datascraper.models_config import ResearchConfig
-from datascraper.openai_search import WebSearchStream, clean_url
-from datascraper.research_engine.as_of import as_of_text
 from datascraper.research_engine.cross_check import cite_filings, filing_contradictions
+from datascraper.research_engine.data.filings import FilingFinding, cited_lines, figure_sources, filing_sources
 from datascraper.research_engine.facts import compute_facts, shown
+from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.state import Finding
-from datascraper.schemas import (
-    ChatTurn,
-    Contradiction,
-    DeltaEvent,
-    Fact,
-    Source,
-    SourceKind,
-    UsageLedger,
-    is_filing_data,
-)
+from datascraper.schemas import ChatTurn, DeltaEvent, Fact, Source, SourceKind, UsageLedger, is_filing_data
+from datascraper.sources import clean_url
 from datascraper.stream_rewriter import INCOMPLETE, StreamRewriter
+from datascraper.trace_schemas import Contradiction
+from datascraper.web_search import WebSearchStream
 
 # The verbatim payload of one market data result in the prompt; statements and a month of bars fit.
 MARKET_DATA_PAYLOAD_CHARS = 8_000

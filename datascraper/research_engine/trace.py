@@ -17,16 +17,8 @@ from collections.abc import Sequence
 from datascraper import prompts
 from datascraper.citations.fetcher import reason_text
 from datascraper.research_engine.confidence import EvidenceAssessment, describe_contradiction
-from datascraper.schemas import (
-    CitationCheck,
-    Contradiction,
-    GoOnReason,
-    PlanChange,
-    RoundEvent,
-    RunConfidence,
-    StopReason,
-    TraceEntry,
-)
+from datascraper.schemas import CitationCheck, RoundEvent
+from datascraper.trace_schemas import Contradiction, GoOnReason, PlanChange, RunConfidence, StopReason, TraceEntry
 
 # Items of "still uncertain" named in the summary text (all of them stay in the data).
 SUMMARY_UNCERTAIN_ITEMS = 3
@@ -148,8 +140,10 @@ def checked_confidence(confidence: RunConfidence, citations: Sequence[CitationCh
 
 
 def unchecked_reasons_text(reasons: Counter[str]) -> str:
-    """ "3 HTTP 403, 2 timeout": why citations went unchecked, the most frequent first."""
-    return ", ".join(f"{count} {reason_text(reason)}" for reason, count in reasons.most_common())
+    """ "3 HTTP 403, 2 timeout": why citations went unchecked, the most frequent first, ties by their code (a
+    stored run's counts come back from PostgreSQL's jsonb in another key order; the page sorts them the same)."""
+    ordered = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {reason_text(reason)}" for reason, count in ordered)
 
 
 def low_confidence_note(confidence: RunConfidence | None) -> str:

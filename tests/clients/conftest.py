@@ -5,8 +5,8 @@ from collections.abc import AsyncIterator, Iterator
 import openai
 import pytest
 
-from datascraper.llm import reset_openai_client
 from datascraper.models_config import get_research_config
+from datascraper.providers.openai.client import reset_openai_client
 
 
 @pytest.fixture

@@ -20,13 +20,13 @@ from datascraper.schemas import (
     ResearchEvent,
     ResearchQuery,
     RoundEvent,
-    RunConfidence,
     RunSummary,
     Source,
     SourcesEvent,
     StatusEvent,
     StepEvent,
 )
+from datascraper.trace_schemas import RunConfidence
 from tests.clients.test_openai_compat import EXPECTED_SOURCES, EXPECTED_TEXT, script_answer
 from tests.datascraper.citations.test_run_verification import script_cited_answer
 from tests.fakes.openai_server import ErrorReply, TextReply, has_web_search

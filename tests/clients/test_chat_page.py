@@ -25,30 +25,27 @@ from chat import views
 from chat.models import ResearchRun
 from chat.services import leases, runs
 from datascraper.research_engine.charts import charts_for
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar
+from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar
 from datascraper.research_engine.state import Finding
 from datascraper.research_engine.trace import checked_confidence
 from datascraper.schemas import (
     ChartEvent,
     ChartSeries,
     CitationCheck,
-    Confidence,
-    Contradiction,
     DeltaEvent,
     PlanEvent,
     PlannedSubQuestion,
     ResearchEvent,
     ResearchQuery,
     RoundEvent,
-    RunConfidence,
     RunSummary,
     Source,
     SourcesEvent,
     StatusEvent,
     StepEvent,
-    TraceEntry,
     VerificationEvent,
 )
+from datascraper.trace_schemas import Confidence, Contradiction, RunConfidence, TraceEntry
 from tests.datascraper.conftest import market_data  # noqa: F401 (the fixture)
 from tests.datascraper.research_support import gaps, script_analysis, script_gaps, script_synthesis, sub
 from tests.datascraper.test_charts_and_as_of import statement_finding
@@ -668,10 +665,11 @@ def in_viewport(locator: sync_api.Locator) -> bool:
 
 
 def comes_into_view(locator: sync_api.Locator) -> bool:
-    """`in_viewport` within a second: the transcript follows the answer's last growth a frame later (its
-    ResizeObserver), which may be after the answer says it is done."""
+    """`in_viewport` soon: the transcript follows the answer's last growth a frame later (its ResizeObserver),
+    which may be after the answer says it is done. The bound is generous (a loaded 2-core CI machine once
+    took over a second for that frame); a transcript that never follows still fails."""
     try:
-        locator.page.wait_for_function(IN_VIEWPORT, arg=locator.element_handle(), timeout=1000)
+        locator.page.wait_for_function(IN_VIEWPORT, arg=locator.element_handle(), timeout=5000)
     except sync_api.TimeoutError:
         return False
     return True

@@ -16,9 +16,10 @@ from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.mcp_server import build_server
+from datascraper.research_engine.data.market_data_client import set_market_data_client
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
 from tests.fakes.openai_server import NO_CREDIT, JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article
@@ -66,6 +67,21 @@ def test_every_check_passes_against_a_working_set_up(provider, market_data, publ
     assert "AAPL quarterly income statement" in lines["Yahoo statement"]
     assert lines["SEC filings"].startswith("-") and "SEC_USER_AGENT not set" in lines["SEC filings"]
     assert lines["workers"].startswith("-")  # in-process runs: no workers to check
+
+
+def test_each_model_is_named_with_its_provider_however_its_setting_is_written(
+    provider, market_data, public_page, research_env
+):
+    research_env(RESEARCH_MODEL="openai:gpt-5.4", RESEARCH_PLANNER_MODEL="gpt-5.4-mini")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 0, output
+    assert "openai:gpt-5.4-mini, no shutdown announced" in lines["model RESEARCH_PLANNER_MODEL"]
+    assert "openai:gpt-5.4, no shutdown announced" in lines["model RESEARCH_MODEL"]
+    assert "openai:gpt-5.4-mini answered in the strict schema" in lines["structured output"]
+    assert "openai:gpt-5.4 searched and cited 2 page(s)" in lines["web search"]
 
 
 def test_a_retired_model_is_a_failure_naming_the_setting_to_change(provider, market_data, public_page, research_env):

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from config.asgi import MarketDataLifespan
-from datascraper.market_data import session as session_module
-from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.models_config import get_research_config
+from datascraper.research_engine.data import market_data_client as session_module
+from datascraper.research_engine.data.market_data_client import set_market_data_client
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.datascraper.market_data.test_stdio import is_running
 from tests.datascraper.market_data.test_watch import wait_for_new_pid
@@ -73,7 +74,7 @@ async def test_a_market_data_server_that_cannot_start_does_not_stop_the_web_proc
     monkeypatch.setattr(session_module, "_client", None)
     monkeypatch.setenv("MARKET_DATA_MCP_URL", "ftp://market-data.internal/mcp")
 
-    with caplog.at_level(logging.WARNING, logger="datascraper.market_data.session"):
+    with caplog.at_level(logging.WARNING, logger="datascraper.research_engine.data.market_data_client"):
         lifespan = LifespanDriver(MarketDataLifespan(app=None))
         await lifespan.step("lifespan.startup")
     await lifespan.step("lifespan.shutdown")

@@ -105,3 +105,28 @@ def test_invalid_research_settings_stop_the_app_at_start():
 
     assert result.returncode != 0
     assert "Invalid research settings (concurrency)" in result.stderr
+
+
+def test_openai_models_start_with_or_without_their_provider_prefix():
+    result = load_settings(DJANGO_DEBUG="1", RESEARCH_MODEL="openai:gpt-5.4", RESEARCH_PLANNER_MODEL="gpt-5.4-mini")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_model_of_a_provider_not_available_yet_stops_the_app_at_start_naming_the_setting():
+    result = load_settings(DJANGO_DEBUG="1", RESEARCH_PLANNER_MODEL="anthropic:claude-sonnet-4-5")
+
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: RESEARCH_PLANNER_MODEL names the provider 'anthropic', which is not available yet: "
+        "use openai (a model without a prefix is openai's)."
+    )
+
+
+def test_an_unknown_provider_or_an_empty_model_stops_the_app_at_start_naming_the_setting():
+    unknown = load_settings(DJANGO_DEBUG="1", EVAL_JUDGE_MODEL="antropic:claude-sonnet-4-5")
+    empty = load_settings(DJANGO_DEBUG="1", RESEARCH_MODEL="openai:")
+
+    assert unknown.returncode != 0 and empty.returncode != 0
+    assert "ImproperlyConfigured: EVAL_JUDGE_MODEL='antropic:claude-sonnet-4-5' names an unknown provider 'antropic'" in unknown.stderr
+    assert "ImproperlyConfigured: RESEARCH_MODEL='openai:' names no model" in empty.stderr

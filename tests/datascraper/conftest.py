@@ -14,9 +14,10 @@ from datascraper.cache import TTLCache
 from datascraper.filings.client import SecClient
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
-from datascraper.market_data.session import MarketDataClient, set_market_data_client
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.mcp_server import build_server
+from datascraper.research_engine.data.market_data_client import set_market_data_client
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
 

@@ -7,14 +7,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from datascraper.plan_schemas import GapReport, QueryAnalysis, SubQuestion
 from datascraper.research_engine import run_research
-from datascraper.schemas import (
-    GapReport,
-    QueryAnalysis,
-    ResearchQuery,
-    RunSummary,
-    SubQuestion,
-)
+from datascraper.schemas import ResearchQuery, RunSummary
 from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, RecordedRequest, Sentence, TextReply
 
 MARKER = re.compile(r"\[(\d+)\]")

@@ -17,18 +17,13 @@ from pydantic import ValidationError
 
 from datascraper import prompts
 from datascraper.cache import TTLCache
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataFinding,
-    PriceBar,
-    PriceHistory,
-    StatementLine,
-    ToolResult,
-)
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.schemas import PriceBar, PriceHistory
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.market_data.yahoo import YahooFinanceAdapter
-from datascraper.research_engine.as_of import period_label
 from datascraper.research_engine.charts import MAX_CHARTS, MAX_POINTS, charts_for, lines_asked
-from datascraper.research_engine.fiscal_calendar import FiscalCalendar, infer_calendar
+from datascraper.research_engine.periods.as_of import period_label
+from datascraper.research_engine.periods.fiscal_calendar import FiscalCalendar, infer_calendar
 from datascraper.research_engine.state import Finding, PlannedStep
 from datascraper.schemas import Chart, ChartEvent, ChartSeries, Source
 from tests.datascraper.conftest import MARKET_NOW

@@ -11,7 +11,7 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from datascraper.market_data.schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
 from datascraper.models_config import ConfidenceWeights, ResearchConfig
 from datascraper.research_engine.confidence import assess, targeted_follow_ups
 from datascraper.research_engine.source_types import (
@@ -21,7 +21,8 @@ from datascraper.research_engine.source_types import (
     registered_domain,
 )
 from datascraper.research_engine.state import Finding, PlannedStep
-from datascraper.schemas import Contradiction, Source
+from datascraper.schemas import Source
+from datascraper.trace_schemas import Contradiction
 
 TODAY = date(2025, 6, 13)
 WEIGHTS = ConfidenceWeights()

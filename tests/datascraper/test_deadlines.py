@@ -13,10 +13,11 @@ import pytest
 from pydantic import ValidationError
 
 from datascraper.errors import DeadlineExceeded, UpstreamTimeout
-from datascraper.llm import parse_structured
 from datascraper.models_config import ResearchConfig
+from datascraper.plan_schemas import GapReport, QueryAnalysis
+from datascraper.providers.structured import parse_structured
 from datascraper.research_engine.state import Deadline
-from datascraper.schemas import GapReport, QueryAnalysis, SourcesEvent, UsageLedger
+from datascraper.schemas import SourcesEvent, UsageLedger
 from tests.datascraper.research_support import (
     CORROBORATING,
     answer_text,

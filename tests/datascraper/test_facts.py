@@ -11,16 +11,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from datascraper.market_data.schemas import (
-    Earnings,
-    EarningsEvent,
-    FinancialStatement,
-    MarketDataFinding,
-    PriceBar,
-    PriceHistory,
-    StatementLine,
-    ToolResult,
-)
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.schemas import PriceBar, PriceHistory
+from datascraper.market_data.statement_schemas import Earnings, EarningsEvent, FinancialStatement, StatementLine
 from datascraper.research_engine.facts import MAX_FACTS, compute_facts, shown
 from datascraper.schemas import Fact
 from tests.datascraper.research_support import (

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from datascraper.filings import research as filing_research
-from datascraper.filings.research import FilingFinding, FilingToolResult
 from datascraper.models_config import get_research_config
+from datascraper.research_engine.data import filings as filing_research
+from datascraper.research_engine.data.filings import FilingFinding, FilingToolResult
 from datascraper.research_engine.state import Finding, plan_steps
 from datascraper.schemas import Source
 from tests.datascraper.conftest import SEC_USER_AGENT, install_market_data

@@ -18,19 +18,21 @@ import pytest
 from mcp_types import CallToolResult, TextContent
 
 from datascraper.filings.tools import FILING_TOOL_NAMES
-from datascraper.market_data.schemas import FinancialStatement, MarketDataRequest, StatementLine
-from datascraper.market_data.session import set_market_data_client
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
 from datascraper.models_config import get_research_config
-from datascraper.research_engine.as_of import period_label
+from datascraper.plan_schemas import SubQuestion
 from datascraper.research_engine.charts import charts_for
+from datascraper.research_engine.data.market_data_client import set_market_data_client
 from datascraper.research_engine.executor import SubQuestionAttempt, answer_sub_question
 from datascraper.research_engine.facts import compute_facts
-from datascraper.research_engine.fiscal_calendar import FiscalPeriodRef, infer_calendar
-from datascraper.research_engine.fiscal_fetch import fetch_by_fiscal_period
-from datascraper.research_engine.period_wording import read_fiscal_wording, read_wording
-from datascraper.research_engine.periods import fiscal_ask, market_data_request, resolve_fiscal
+from datascraper.research_engine.periods.as_of import period_label
+from datascraper.research_engine.periods.fiscal_calendar import FiscalPeriodRef, infer_calendar
+from datascraper.research_engine.periods.fiscal_fetch import fetch_by_fiscal_period
+from datascraper.research_engine.periods.request import fiscal_ask, market_data_request, resolve_fiscal
+from datascraper.research_engine.periods.wording import read_fiscal_wording, read_wording
 from datascraper.research_engine.state import Finding, plan_steps
-from datascraper.schemas import Source, SubQuestion, UsageLedger
+from datascraper.schemas import Source, UsageLedger
 from tests.datascraper.research_support import (
     is_synthesis,
     of_type,

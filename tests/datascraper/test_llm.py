@@ -17,19 +17,15 @@ from datascraper.errors import (
     ProviderNotConfigured,
     ProviderQuotaExceeded,
     ResearchError,
+    StructuredOutputInvalid,
     UpstreamError,
     UpstreamRateLimited,
     UpstreamTimeout,
 )
-from datascraper.llm import (
-    StructuredOutputInvalid,
-    capabilities_for,
-    get_openai_client,
-    parse_structured,
-    request_options,
-    reset_openai_client,
-    usage_from_response,
-)
+from datascraper.providers.openai.capabilities import capabilities_for, request_options
+from datascraper.providers.openai.client import get_openai_client, reset_openai_client
+from datascraper.providers.openai.usage import usage_from_response
+from datascraper.providers.structured import parse_structured
 from datascraper.schemas import ModelUsage, UsageLedger
 from tests.fakes.openai_server import ErrorReply, JsonReply, RefusalReply, TextReply, Usage
 

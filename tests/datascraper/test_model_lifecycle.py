@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
 from config.asgi import MarketDataLifespan
-from datascraper.llm import lifecycle
-from datascraper.llm.lifecycle import check_models, start_model_check
 from datascraper.models_config import ResearchConfig
+from datascraper.providers import lifecycle
+from datascraper.providers.lifecycle import check_models, start_model_check
 from tests.config.test_asgi_lifespan import LifespanDriver
 from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
 
@@ -149,6 +149,7 @@ async def test_staff_see_the_last_model_check_on_the_status(api, fake_openai, re
     assert status["models"]["checks"][0] == {
         "setting": "RESEARCH_PLANNER_MODEL",
         "model": "gpt-5-mini",
+        "provider": "openai",
         "level": "warning",
         "shutdown_date": "2026-12-11",
         "message": "'gpt-5-mini' shuts down on 2026-12-11: set RESEARCH_PLANNER_MODEL to a current model before then.",

@@ -23,8 +23,10 @@ from datascraper.errors import (
     UpstreamRateLimited,
     UpstreamTimeout,
 )
-from datascraper.openai_search import CitationRewriter, WebSearchStream, clean_url
+from datascraper.providers.openai.citations import CitationRewriter
 from datascraper.schemas import ChatTurn, ModelUsage, Source, UsageLedger
+from datascraper.sources import clean_url
+from datascraper.web_search import WebSearchStream
 from tests.fakes.openai_server import (
     NO_CREDIT,
     ErrorReply,
@@ -403,7 +405,7 @@ async def test_an_event_that_is_not_json_raises_stream_interrupted_with_the_part
         api_key="test", base_url="http://openai.test/v1", max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer)),
     )
-    monkeypatch.setattr("datascraper.openai_search.get_openai_client", lambda: client)
+    monkeypatch.setattr("datascraper.providers.openai.provider.get_openai_client", lambda: client)
     stream = WebSearchStream("q")
 
     with pytest.raises(StreamInterrupted):

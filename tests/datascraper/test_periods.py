@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from datascraper.market_data.fetch import fetch_market_data
-from datascraper.market_data.schemas import MarketDataRequest
-from datascraper.market_data.session import get_market_data_client
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.plan_schemas import QueryAnalysis, SubQuestion
 from datascraper.research_engine import run_research
-from datascraper.research_engine.periods import market_data_request
+from datascraper.research_engine.data.market_data import fetch_market_data
+from datascraper.research_engine.data.market_data_client import get_market_data_client
+from datascraper.research_engine.periods.request import market_data_request
 from datascraper.research_engine.state import PlannedStep, ResearchCheckpoint, plan_steps
-from datascraper.schemas import QueryAnalysis, ResearchQuery, SubQuestion
+from datascraper.schemas import ResearchQuery
 from tests.datascraper.research_support import (
     is_synthesis,
     of_type,

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from datascraper.llm import StructuredOutputInvalid
+from datascraper.errors import StructuredOutputInvalid
 from datascraper.models_config import get_research_config
 from datascraper.query_analyzer import FastPathMatch, analyze_query, match_fast_path
 from datascraper.schemas import ChatTurn, UsageLedger

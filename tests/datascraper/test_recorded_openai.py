@@ -21,13 +21,17 @@ from datascraper.errors import (
     ProviderQuotaExceeded,
     ResearchError,
     StreamInterrupted,
+    StructuredOutputInvalid,
     UpstreamError,
 )
-from datascraper.llm import StructuredOutputInvalid, breaker, get_openai_client, parse_structured, translate_error
 from datascraper.models_config import get_research_config
-from datascraper.openai_search import WebSearchStream
+from datascraper.providers import breaker
+from datascraper.providers.openai.client import get_openai_client
+from datascraper.providers.openai.failures import translate_error
+from datascraper.providers.structured import parse_structured
 from datascraper.research_engine.synthesizer import Synthesis
 from datascraper.schemas import ModelUsage, UsageLedger
+from datascraper.web_search import WebSearchStream
 from tests.fakes.openai_recorded import recorded_events, recorded_reply
 from tests.recorded import requires_recorded
 

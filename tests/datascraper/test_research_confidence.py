@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 
+from datascraper.plan_schemas import GapReport, QueryAnalysis
 from datascraper.research_engine import run_research
-from datascraper.schemas import Contradiction, GapReport, PlanChange, QueryAnalysis, ResearchQuery
+from datascraper.schemas import ResearchQuery
+from datascraper.trace_schemas import Contradiction, PlanChange
 from tests.datascraper.research_support import (
     CORROBORATING,
     answer_text,

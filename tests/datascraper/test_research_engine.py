@@ -12,8 +12,9 @@ import time
 import pytest
 
 from datascraper.errors import StreamInterrupted
-from datascraper.market_data.schemas import MarketDataFinding, ToolResult
-from datascraper.research_engine import bypass, executor, fiscal_fetch, run_research
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.research_engine import bypass, executor, run_research
+from datascraper.research_engine.periods import fiscal_fetch
 from datascraper.schemas import MarketDataKind, ResearchQuery, SourcesEvent
 from tests.datascraper.research_support import (
     MARKER,

@@ -15,8 +15,9 @@ from pydantic import ValidationError
 
 from datascraper.errors import DeadlineExceeded, UpstreamError
 from datascraper.models_config import ResearchConfig
+from datascraper.plan_schemas import QueryAnalysis
 from datascraper.research_engine import run_research
-from datascraper.schemas import QueryAnalysis, ResearchQuery
+from datascraper.schemas import ResearchQuery
 from tests.datascraper.research_support import (
     answer_text,
     is_analysis,

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from datascraper.llm import reset_openai_client
 from datascraper.models_config import get_research_config
+from datascraper.providers.openai.client import reset_openai_client
 from tests.fakes.openai_server import FakeOpenAIServer
 
 TEST_API_KEY = "test-key"

@@ -1,5 +1,5 @@
 """What the fake OpenAI server knows of models and requests: the provider's rules, written down apart from
-the product's own table (`datascraper.llm.capabilities`) so that a mistake there is refused here, as the
+the product's own table (`datascraper.providers.openai.capabilities`) so that a mistake there is refused here, as the
 real API refuses it.
 
 Facts: shutdown dates as the openai SDK's `types/shared/chat_model.py` announces them (openai 3.54) and

@@ -16,10 +16,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from chat.schemas import MAX_QUESTION_CHARS, known_timezone
 from chat.services.completions import format_sources
 from datascraper.errors import ResearchError
-from datascraper.llm.lifecycle import ModelLifecycleReport, check_models
-from datascraper.market_data.session import warm_up_market_data
 from datascraper.models_config import get_research_config
+from datascraper.providers.lifecycle import ModelLifecycleReport, check_models
 from datascraper.research_engine import run_research
+from datascraper.research_engine.data.market_data_client import warm_up_market_data
 from datascraper.schemas import (
     ChartEvent,
     CheckpointEvent,

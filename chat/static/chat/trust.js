@@ -48,10 +48,11 @@ window.ChatTrust = (() => {
     return status ? `HTTP ${status[1]}` : String(reason).replace(/_/g, " ");
   }
 
-  /** "3 HTTP 403, 2 timeout": counts by reason, the most frequent first. */
+  /** "3 HTTP 403, 2 timeout": counts by reason, the most frequent first, ties by their code (as the backend
+   * writes them: a stored run's counts may come back in any key order). */
   function reasonsText(counts) {
     return Object.entries(counts)
-      .sort(([, a], [, b]) => b - a)
+      .sort(([codeA, a], [codeB, b]) => b - a || (codeA < codeB ? -1 : codeA > codeB ? 1 : 0))
       .map(([reason, count]) => `${count} ${reasonText(reason)}`)
       .join(", ");
   }

@@ -11,7 +11,8 @@ import pytest
 
 from datascraper.research_engine import pipeline, run_research
 from datascraper.research_engine.trace import checked_confidence, low_confidence_note
-from datascraper.schemas import CitationCheck, ResearchQuery, RunConfidence
+from datascraper.schemas import CitationCheck, ResearchQuery
+from datascraper.trace_schemas import RunConfidence
 from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
 from tests.datascraper.research_support import (
     gaps,

@@ -8,15 +8,8 @@ from datetime import UTC, datetime
 
 from datascraper.evaluation.questions import EvalQuestion, RubricItem
 from datascraper.evaluation.results import EvalResult, JudgeVerdict, RunMeasures, Verdict
-from datascraper.schemas import (
-    CitationCheck,
-    ModelUsage,
-    ResearchQuery,
-    RunConfidence,
-    RunSummary,
-    StatusEvent,
-    UsageLedger,
-)
+from datascraper.schemas import CitationCheck, ModelUsage, ResearchQuery, RunSummary, StatusEvent, UsageLedger
+from datascraper.trace_schemas import RunConfidence
 from tests.fakes.openai_server import RecordedRequest
 
 

@@ -10,7 +10,7 @@ import pytest
 from datascraper.errors import ModelUnavailable
 from datascraper.evaluation.judge import Judge, judge_model
 from datascraper.evaluation.questions import RubricItem
-from datascraper.evaluation.results import CriterionGrade, JudgeVerdict
+from datascraper.evaluation.results import CriterionGrade, JudgeVerdict, must_pass_failures
 from datascraper.evaluation.runner import evaluate_question
 from datascraper.models_config import ResearchConfig
 from datascraper.schemas import UsageLedger
@@ -61,6 +61,42 @@ async def test_an_answer_is_graded_per_rubric_item_by_the_judge_model(fake_opena
     assert "as of 2024-11-01" in sent
     # Never our own confidence (0.93) nor its vocabulary: the judge must not be swayed by it.
     assert "0.93" not in sent + request.instructions and "confidence" not in sent.lower()
+
+
+async def test_a_must_pass_item_the_judge_finds_not_met_fails_the_row_whatever_its_verdict(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.script(JsonReply(PARTIAL.model_copy(update={"verdict": "correct"})), when=is_judge)
+    row = question(
+        rubric=[
+            RubricItem(operator="correctness", criteria="391.0 billion"),
+            RubricItem(operator="correctness", criteria="fiscal year ended September 2024", must_pass=True),
+        ]
+    )
+
+    result = await evaluate_question(row, judge=Judge(judge_model()), research=router(lambda _: summary()))
+
+    assert result.judge is not None and result.judge.verdict == "correct"  # the judge's own, kept
+    assert result.must_pass_failed == ["fiscal year ended September 2024"]
+    assert result.verdict == "wrong"
+
+
+def test_must_pass_grades_are_matched_by_text_when_the_judge_skipped_an_item_and_a_skipped_one_is_not_met() -> None:
+    rubric = [
+        RubricItem(operator="correctness", criteria="391.0 billion", must_pass=True),
+        RubricItem(operator="correctness", criteria="Fiscal year ended  September 2024", must_pass=True),
+        RubricItem(operator="contradiction", criteria="Net sales fell about 2%"),
+    ]
+    verdict = JudgeVerdict(
+        criteria=[
+            CriterionGrade(criteria="fiscal year ended September 2024", operator="correctness", met=True, reason=""),
+            CriterionGrade(criteria="Net sales fell about 2%", operator="contradiction", met=False, reason=""),
+        ],
+        verdict="partially",
+        explanation="",
+    )
+
+    assert must_pass_failures(rubric, verdict) == ["391.0 billion"]
 
 
 async def test_a_judge_that_fails_leaves_the_answer_ungraded_with_the_failure_code(

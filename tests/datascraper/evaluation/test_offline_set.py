@@ -17,7 +17,7 @@ import pytest
 
 from datascraper.evaluation.offline import OfflineScript, RunObservation, check_run
 from datascraper.evaluation.questions import EvalQuestion, load_questions
-from datascraper.schemas import GapReport
+from datascraper.plan_schemas import GapReport
 from tests.datascraper.research_support import is_analysis, is_gap_report, is_synthesis, run
 from tests.fakes.openai_server import FakeOpenAIServer, JsonReply, Sentence, TextReply, has_web_search
 

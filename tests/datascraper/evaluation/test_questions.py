@@ -37,6 +37,35 @@ def test_a_vals_csv_row_becomes_a_question_with_its_reference_and_rubric(tmp_pat
     assert second.rubric == [] and second.expert_minutes is None
 
 
+# The v2 public file's header: no reference answer, the type column named `Type`; must-pass rubric items.
+VALS_V2_CSV = """Question,Type,Expert time (mins),Rubric
+"By how much did Netflix's 2024 revenue grow?",Numerical Reasoning,10,"[{""operator"": ""correctness"", ""criteria"": ""Revenue of $39.0 billion in 2024"", ""must_pass"": true}, {""operator"": ""correctness"", ""criteria"": ""Growth of about 16%""}]"
+"Who is Airbnb's CFO?",Qualitative Retrieval,2,"[{""operator"": ""correctness"", ""criteria"": ""Elinor Mertz""}]"
+"""
+
+
+def test_a_vals_v2_csv_row_is_graded_by_its_rubric_alone_with_its_must_pass_items(tmp_path: Path) -> None:
+    path = tmp_path / "vals_v2.csv"
+    path.write_text(VALS_V2_CSV, encoding="utf-8")
+
+    first, second = load_questions(path)
+
+    assert (first.id, first.reference, first.category, first.expert_minutes) == ("vals-2", "", "Numerical Reasoning", 10)
+    assert [(item.criteria, item.must_pass) for item in first.rubric] == [
+        ("Revenue of $39.0 billion in 2024", True),
+        ("Growth of about 16%", False),
+    ]
+    assert second.category == "Qualitative Retrieval" and not second.rubric[0].must_pass
+
+
+def test_a_vals_v2_row_without_a_rubric_is_refused_as_it_has_nothing_to_be_graded_against(tmp_path: Path) -> None:
+    path = tmp_path / "vals_v2.csv"
+    path.write_text('Question,Type,Expert time (mins),Rubric\n"Who is Airbnb\'s CFO?",Qualitative Retrieval,2,\n', encoding="utf-8")
+
+    with pytest.raises(QuestionSetInvalid, match=r"line 2: no Answer column and no rubric"):
+        load_questions(path)
+
+
 def test_a_vals_csv_saved_by_a_spreadsheet_with_a_bom_still_reads(tmp_path: Path) -> None:
     path = tmp_path / "vals.csv"
     path.write_text("\ufeff" + VALS_CSV, encoding="utf-8")
@@ -56,7 +85,7 @@ def test_a_csv_without_the_vals_columns_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "other.csv"
     path.write_text("prompt,expected\nq,a\n", encoding="utf-8")
 
-    with pytest.raises(QuestionSetInvalid, match="Answer, Question"):
+    with pytest.raises(QuestionSetInvalid, match=r"Question and Answer \(v1\) or Question and Rubric \(v2\); this one has expected, prompt"):
         load_questions(path)
 
 

@@ -146,6 +146,7 @@ def test_every_field_the_report_did_not_write_is_escaped(tmp_path: Path) -> None
     graded.judge.criteria = [
         CriterionGrade(criteria=text, operator="correctness", met=False, reason="") for text in HOSTILE
     ]
+    graded.must_pass_failed = list(HOSTILE)
     failed = result("# failed | row", None, status="error")
     failed.error_code = "[code](javascript:alert(1))"
     judge_failed = result("ungraded\n# row", None)
@@ -177,6 +178,17 @@ def test_every_field_the_report_did_not_write_is_escaped(tmp_path: Path) -> None
     assert "judge gpt-5.4\\`&lt;i&gt;" in text
     assert shown(markdown_text("<script>alert(1)</script>")) in shown(text), "the id reads as written"
     assert "broken (correct before, not now): 1 — &lt;script&gt;alert\\(1\\)&lt;/script&gt;" in text
+
+
+def test_a_row_that_failed_a_must_pass_item_counts_and_shows_as_wrong_naming_the_item(tmp_path: Path) -> None:
+    failed = result("nflx-2024", "correct")
+    failed.must_pass_failed = ["Revenue of $39.0 billion"]
+
+    text = write_report(tmp_path, [failed, result("ko-2024", "correct")], title="set.jsonl", judge_model="gpt-5.4").read_text()
+
+    assert "| 2 | 2 | 0 | 1 | 0 | 1 | 0 | 50% |" in text
+    assert "| nflx-2024 | wrong |" in text
+    assert "must-pass not met (the row fails): Revenue of $39.0 billion |" in text
 
 
 def test_a_baseline_row_asking_another_question_is_reworded_not_compared() -> None:

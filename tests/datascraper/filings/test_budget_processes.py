@@ -20,7 +20,8 @@ from django.conf import settings
 from mcp import StdioServerParameters
 
 from datascraper.filings.schemas import InsiderTransactions
-from datascraper.market_data.session import PROJECT_ROOT, MarketDataClient, child_environment
+from datascraper.research_engine.data.server_target import PROJECT_ROOT, child_environment
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.filings.conftest import USER_AGENT, most_in_any_second
 from tests.fakes.sec_server import FIXTURES, FakeSecServer
 from tests.processes import app_environment, free_port

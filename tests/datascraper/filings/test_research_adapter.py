@@ -7,19 +7,19 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from datascraper.filings.research import (
+from datascraper.filings.schemas import ReportedFigures
+from datascraper.market_data.finding_schemas import MarketDataFinding, ToolResult
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
+from datascraper.plan_schemas import SubQuestion
+from datascraper.research_engine.cross_check import agree, filing_contradictions
+from datascraper.research_engine.data.filing_disclosures import (
     SECTION_KEPT_CHARS,
-    FilingFinding,
-    FilingToolResult,
     disclosure_data,
     relevant_paragraphs,
     section_for,
 )
-from datascraper.filings.schemas import ReportedFigures
-from datascraper.market_data.schemas import FinancialStatement, MarketDataFinding, StatementLine, ToolResult
-from datascraper.research_engine.cross_check import agree, filing_contradictions
+from datascraper.research_engine.data.filings import FilingFinding, FilingToolResult
 from datascraper.research_engine.state import Finding, plan_steps
-from datascraper.schemas import SubQuestion
 
 
 @pytest.mark.parametrize(

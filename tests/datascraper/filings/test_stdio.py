@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from datascraper.filings.schemas import FilingSection, ReportedFigures
-from datascraper.market_data.session import MarketDataClient
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.filings.conftest import USER_AGENT
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.fakes.sec_server import FakeSecServer

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from datascraper.cache import TTLCache
-from datascraper.market_data.session import MarketDataClient
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.mcp_server import MarketDataServer, build_server
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.market_data.support import InMemoryMCP, launcher_parameters
 from tests.fakes.yfinance import FakeYahoo
 

@@ -10,8 +10,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, Tool
 
-from datascraper.market_data.session import PROJECT_ROOT
 from datascraper.mcp_server import MarketDataServer
+from datascraper.research_engine.data.server_target import PROJECT_ROOT
 
 
 class InMemoryMCP:

@@ -13,18 +13,18 @@ from mcp.client.stdio import StdioServerParameters
 
 from datascraper.cache import TTLCache
 from datascraper.errors import ResearchError
-from datascraper.market_data import session as session_module
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
-from datascraper.market_data.fetch import MAX_TICKERS, fetch_market_data
-from datascraper.market_data.session import (
-    MarketDataClient,
+from datascraper.market_data.yahoo import YahooFinanceAdapter
+from datascraper.mcp_server import MarketDataServer, build_server
+from datascraper.research_engine.data import market_data_client as session_module
+from datascraper.research_engine.data.market_data import MAX_TICKERS, fetch_market_data
+from datascraper.research_engine.data.market_data_client import (
     close_market_data_client,
-    default_server_parameters,
     get_market_data_client,
     set_market_data_client,
 )
-from datascraper.market_data.yahoo import YahooFinanceAdapter
-from datascraper.mcp_server import MarketDataServer, build_server
+from datascraper.research_engine.data.server_target import default_server_parameters
+from datascraper.research_engine.data.session import MarketDataClient
 from datascraper.schemas import MarketDataKind
 from tests.fakes.yfinance import FakeYahoo
 

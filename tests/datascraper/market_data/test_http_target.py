@@ -10,15 +10,11 @@ from collections.abc import Iterator
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from datascraper.market_data import session as session_module
 from datascraper.market_data.errors import MarketDataUnavailable
-from datascraper.market_data.fetch import fetch_market_data
-from datascraper.market_data.session import (
-    PROJECT_ROOT,
-    close_market_data_client,
-    default_server_target,
-    get_market_data_client,
-)
+from datascraper.research_engine.data import market_data_client as session_module
+from datascraper.research_engine.data.market_data import fetch_market_data
+from datascraper.research_engine.data.market_data_client import close_market_data_client, get_market_data_client
+from datascraper.research_engine.data.server_target import PROJECT_ROOT, default_server_target
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.processes import free_port, wait_for_port
 

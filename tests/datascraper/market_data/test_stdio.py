@@ -15,13 +15,10 @@ import pytest
 
 from datascraper import mcp_server
 from datascraper.market_data.errors import MarketDataUnavailable
-from datascraper.market_data.fetch import fetch_market_data
-from datascraper.market_data.session import (
-    PROJECT_ROOT,
-    MarketDataClient,
-    child_environment,
-    set_market_data_client,
-)
+from datascraper.research_engine.data.market_data import fetch_market_data
+from datascraper.research_engine.data.market_data_client import set_market_data_client
+from datascraper.research_engine.data.server_target import PROJECT_ROOT, child_environment
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.market_data.support import ERROR_CASES, launcher_parameters
 from tests.datascraper.market_data.test_tools import TOOL_CALLS, error_of
 from tests.processes import free_port, wait_for_port

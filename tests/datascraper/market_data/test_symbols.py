@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from datascraper.market_data.errors import InvalidSymbol
-from datascraper.market_data.yahoo import YahooFinanceAdapter, normalize_symbol, yahoo_url
+from datascraper.market_data.ticker import yahoo_url
+from datascraper.market_data.yahoo import YahooFinanceAdapter, normalize_symbol
 from tests.fakes.yfinance import FakeYahoo
 
 

@@ -11,8 +11,8 @@ import pytest
 from mcp_types import CallToolResult, TextContent
 
 from datascraper.filings.tools import FILING_TOOL_NAMES
+from datascraper.market_data.finding_schemas import RESULT_MODELS
 from datascraper.market_data.history import MAX_HISTORY_BARS
-from datascraper.market_data.schemas import RESULT_MODELS
 from datascraper.market_data.yahoo import MAX_NEWS_ITEMS, YahooFinanceAdapter
 from datascraper.mcp_server import build_server
 from tests.datascraper.market_data.support import ERROR_CASES, InMemoryMCP

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from datascraper.market_data import session as session_module
 from datascraper.market_data.errors import MarketDataTimeout
-from datascraper.market_data.session import MarketDataClient, set_market_data_client, warm_up_market_data
 from datascraper.models_config import get_research_config
+from datascraper.research_engine.data import market_data_client as session_module
+from datascraper.research_engine.data.market_data_client import set_market_data_client, warm_up_market_data
+from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.market_data.support import launcher_parameters
 from tests.datascraper.market_data.test_stdio import is_running, read_pid
 
@@ -105,7 +106,7 @@ async def test_a_failed_warm_up_is_logged_and_the_first_call_starts_the_server(
     launcher = launcher_parameters("--pid-file", str(pid_file), "--fail-start-if", str(broken))
     client = MarketDataClient(launcher, call_timeout_s=10)
     try:
-        with caplog.at_level(logging.WARNING, logger="datascraper.market_data.session"):
+        with caplog.at_level(logging.WARNING, logger="datascraper.research_engine.data.session"):
             started = await asyncio.wrap_future(client.start())
         no_server = not pid_file.exists()
         broken.unlink()

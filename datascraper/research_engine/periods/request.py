@@ -7,8 +7,8 @@ are bounded, dates ordered and kept out of the future, a relative range and expl
 together, and an interval must suit its range. What is wrong is corrected to the nearest sensible request,
 and said in `corrections`; nothing here raises, since a sub-question must not fail for asking a little
 wrongly. Fields the analyzer left unset are read from the question by a small deterministic parser
-(`research_engine.period_wording`), so a question about quarters is never answered with annual statements
-because the model left `frequency` null.
+(`periods.wording`), so a question about quarters is never answered with annual statements because the
+model left `frequency` null.
 
 Fiscal periods ("Q3 FY2025", "fiscal 2024") are read here too (`fiscal_ask`), but which months they cover
 depends on the company: they win over any dates the analyzer set, and get dates of their own only once the
@@ -21,14 +21,16 @@ from __future__ import annotations
 import math
 from datetime import date, timedelta
 
-from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod, MarketDataRequest
-from datascraper.research_engine.fiscal_calendar import (
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.market_data.schemas import MAX_NEWS_ITEMS, HistoryInterval, HistoryPeriod
+from datascraper.plan_schemas import SubQuestion
+from datascraper.research_engine.periods.fiscal_calendar import (
     FiscalAsk,
     FiscalCalendar,
     FiscalPeriodRef,
     calendar_period,
 )
-from datascraper.research_engine.period_wording import (
+from datascraper.research_engine.periods.wording import (
     FISCAL_DATA,
     STATEMENT_DATA,
     months_before,
@@ -36,7 +38,7 @@ from datascraper.research_engine.period_wording import (
     read_fiscal_wording,
     read_wording,
 )
-from datascraper.schemas import MarketDataKind, StatementFrequency, SubQuestion, is_filing_data
+from datascraper.schemas import MarketDataKind, StatementFrequency, is_filing_data
 
 # How many statements a request may ask for: three years of quarters, ten fiscal years. Earnings reports
 # are quarterly, so they share the quarterly bound.

@@ -13,17 +13,10 @@ from typing import Any, get_args
 from mcp_types import CallToolResult
 
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
-from datascraper.market_data.schemas import (
-    Earnings,
-    ErrorCode,
-    FinancialStatement,
-    MarketDataFinding,
-    MarketDataRequest,
-    ToolFailure,
-    ToolName,
-    ToolResult,
-)
-from datascraper.market_data.session import get_market_data_client
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.schemas import ErrorCode, ToolName
+from datascraper.market_data.statement_schemas import Earnings, FinancialStatement
+from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import MarketDataKind
 
 MAX_TICKERS = 10
@@ -87,26 +80,39 @@ async def fetch_market_data(
             finding.errors.append(ToolFailure(symbol=symbol, code=outcome.code, message=outcome.message))
         elif isinstance(outcome, BaseException):
             raise outcome
-        elif outcome.is_error or outcome.structured_content is None:
-            finding.errors.append(tool_failure(symbol, outcome))
         else:
-            payload = _covering(tool, outcome.structured_content, request)
-            if payload is None:
-                finding.errors.append(
-                    ToolFailure(symbol=symbol, code="no_data", message=_nothing_in_range(symbol, label, request))
-                )
-                continue
-            finding.results.append(
-                ToolResult(
-                    symbol=payload["symbol"],
-                    tool=tool,
-                    data=payload,
-                    as_of=payload.get("as_of"),
-                    url=payload["url"],
-                    title=f"Yahoo Finance — {payload['symbol']} {label}{_periods_named(tool, payload, request)}",
-                )
-            )
+            _record(finding, symbol, outcome, tool, label, request)
     return finding
+
+
+def _record(
+    finding: MarketDataFinding,
+    symbol: str,
+    outcome: CallToolResult,
+    tool: ToolName,
+    label: str,
+    request: MarketDataRequest,
+) -> None:
+    """One ticker's answer into `finding`: its result cut to the periods asked, or why there is none."""
+    if outcome.is_error or outcome.structured_content is None:
+        finding.errors.append(tool_failure(symbol, outcome))
+        return
+    payload = _covering(tool, outcome.structured_content, request)
+    if payload is None:
+        finding.errors.append(
+            ToolFailure(symbol=symbol, code="no_data", message=_nothing_in_range(symbol, label, request))
+        )
+        return
+    finding.results.append(
+        ToolResult(
+            symbol=payload["symbol"],
+            tool=tool,
+            data=payload,
+            as_of=payload.get("as_of"),
+            url=payload["url"],
+            title=f"Yahoo Finance — {payload['symbol']} {label}{_periods_named(tool, payload, request)}",
+        )
+    )
 
 
 _RANGE_WORDS = {

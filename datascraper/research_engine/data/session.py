@@ -16,32 +16,24 @@ may be what hung it) and fails with `MarketDataTimeout`. Starts back off: from t
 (a server lost, or one that could not start), the next start waits 0.5 s, then 1, 2, ... up to 30 s, and calls
 in that window fail fast with `MarketDataUnavailable`, so a crash-looping server does not spin.
 
-The server is our stdio child by default; with `MARKET_DATA_MCP_URL` set, the process-wide client connects to
-that streamable HTTP server instead (the server run as its own service, shared by every app process). What
-research asks of the server (tools per data kind, periods, the cut to the periods asked) is `fetch.py`.
+Which server the session reaches is `server_target.py`; the process-wide client, `market_data_client.py`;
+what research asks of the server (tools per data kind, periods, the cut to the periods asked),
+`market_data.py` and `filings.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
-import os
-import re
-import sys
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from concurrent.futures import Future as ConcurrentFuture
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 
@@ -52,61 +44,19 @@ from datascraper.market_data.errors import (
     MarketDataUpstreamError,
 )
 from datascraper.models_config import get_research_config
+from datascraper.research_engine.data.server_target import ServerTarget, default_server_target
 
 logger = logging.getLogger(__name__)
 
-ServerTarget = MCPServer | StdioServerParameters | str
-"""The server object (in-process, for tests), a stdio command, or a streamable HTTP URL."""
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 # Time for the session task to close the transport; the SDK bounds a stdio server's shutdown at ~6 s.
 _CLOSE_TIMEOUT_S = 10.0
 # Restart backoff: the first start after a failure is immediate, then this doubles per failure in a row.
 DEFAULT_RESTART_BACKOFF_S = 0.5
 MAX_RESTART_BACKOFF_S = 30.0
-_SECRET_NAME = re.compile("KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
 
 T = TypeVar("T")
-
-MARKET_DATA_MCP_URL_VARIABLE = "MARKET_DATA_MCP_URL"
-
-
-def default_server_target() -> ServerTarget:
-    """The server `MARKET_DATA_MCP_URL` names (streamable HTTP), or else our server as a stdio child.
-
-    Raises:
-        MarketDataUnavailable: the variable is set but is not an http(s) URL; its value is not repeated,
-            since a URL may carry credentials.
-    """
-    url = os.environ.get(MARKET_DATA_MCP_URL_VARIABLE, "").strip()
-    if not url:
-        return default_server_parameters()
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise MarketDataUnavailable(
-            f"{MARKET_DATA_MCP_URL_VARIABLE} must be an http(s) URL such as http://127.0.0.1:8765/mcp."
-        )
-    return url
-
-
-def default_server_parameters() -> StdioServerParameters:
-    """Our server as a stdio child of this interpreter, with this process's environment minus its secrets.
-
-    The SDK gives a stdio child only a handful of variables unless `env` is passed; the server needs
-    DJANGO_SETTINGS_MODULE and REDIS_URL to share the app's cache, but no API key or signing secret.
-    """
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "datascraper.mcp_server"],
-        env=child_environment(os.environ),
-        cwd=PROJECT_ROOT,
-    )
-
-
-def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` without the variables whose name marks a secret (…KEY, …SECRET, …TOKEN, …PASSWORD)."""
-    return {name: value for name, value in environ.items() if not _SECRET_NAME.search(name)}
 
 
 @dataclass
@@ -450,85 +400,3 @@ def _retrieve_exception(task: asyncio.Task[Any]) -> None:
     # Every waiter may have given up; retrieving the exception keeps asyncio from logging it as lost.
     if not task.cancelled():
         task.exception()
-
-
-# --- the process-wide client ------------------------------------------------------------------------
-
-_client: MarketDataClient | None = None
-_client_lock = threading.Lock()
-
-
-def get_market_data_client() -> MarketDataClient:
-    """The process-wide client of `default_server_target()`: a stdio server starts on warm-up or the first
-    call and stops at exit; an HTTP server (`MARKET_DATA_MCP_URL`) is only connected to."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = MarketDataClient()
-            atexit.register(_client.close)
-        return _client
-
-
-def set_market_data_client(client: MarketDataClient | None) -> MarketDataClient | None:
-    """Install `client` as the process-wide one and return the previous one, which the caller closes.
-
-    Tests point the process at `MarketDataClient(build_server(...))` (in-memory) or at a stdio command
-    running the fake yfinance.
-    """
-    global _client
-    with _client_lock:
-        previous, _client = _client, client
-        return previous
-
-
-async def close_market_data_client() -> None:
-    """Stop the process-wide session and its server; the next call starts a fresh one."""
-    client = set_market_data_client(None)
-    if client is not None:
-        await client.aclose()
-
-
-def warm_up_market_data() -> ConcurrentFuture[bool] | None:
-    """Start the process-wide server in the background, so that the first question does not wait for it.
-
-    Called as a process starts (`manage.py ask`; serving processes wait for it: `start_market_data`); off
-    with `MARKET_DATA_WARM_START=0`. Returns at once, with the start's future (None: not started), and
-    never raises: a failure is logged, and the first call tries again.
-    """
-    if not get_research_config().market_data_warm_start:
-        return None
-    try:
-        return get_market_data_client().start()
-    except MarketDataError as exc:
-        logger.warning("The market data server was not started ahead of use: %s", exc.message)
-        return None
-
-
-async def start_market_data() -> bool:
-    """Start the process-wide server and wait until it answers, at most `MARKET_DATA_WARM_TIMEOUT`: what a
-    serving process does before it accepts its first question (the ASGI lifespan, `runworker`).
-
-    True once the session is open. Past the bound the process serves anyway, and the start goes on in
-    the background (the first market-data call waits for the rest of it); a failed start is logged and
-    the first call tries again. Never raises.
-    """
-    started = warm_up_market_data()
-    if started is None:
-        return False
-    bound = get_research_config().market_data_warm_timeout_s
-    # asyncio.wait, not wait_for: past the bound the start must go on, not be cancelled.
-    waiting = asyncio.wrap_future(started)
-    done, _ = await asyncio.wait({waiting}, timeout=bound)
-    if not done:
-        logger.warning(
-            "The market data server is not up after %g s (MARKET_DATA_WARM_TIMEOUT); serving anyway, the first "
-            "market-data call waits for it.",
-            bound,
-        )
-        return False
-    if waiting.cancelled():  # the client was closed meanwhile
-        return False
-    if waiting.exception() is not None:
-        logger.warning("The market data server did not start.", exc_info=waiting.exception())
-        return False
-    return waiting.result()

@@ -2,8 +2,8 @@
 
 "Q3 2025", "the last 3 quarters", "TTM", "YTD", "since March", "from March 1 to June 6", "past week",
 "hourly"; and fiscal wording ("Q3 FY2025", "fiscal 2024"), read as a `FiscalAsk` for the company's own
-calendar to place. `research_engine.periods` merges what is read here with the analyzer's fields and
-validates the result.
+calendar to place. `periods.request` merges what is read here with the analyzer's fields and validates
+the result.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import math
 import re
 from datetime import date, timedelta
 
-from datascraper.market_data.schemas import HistoryInterval, HistoryPeriod, MarketDataRequest
-from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalPeriodRef, calendar_period
+from datascraper.market_data.finding_schemas import MarketDataRequest
+from datascraper.market_data.schemas import HistoryInterval, HistoryPeriod
+from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalPeriodRef, calendar_period
 from datascraper.schemas import MarketDataKind
 
 STATEMENT_DATA: frozenset[MarketDataKind] = frozenset({"income_statement", "balance_sheet", "cash_flow"})
@@ -180,12 +181,7 @@ def read_wording(text: str, *, data: MarketDataKind, today: date) -> MarketDataR
     if _TTM.search(words):
         fill(**({"frequency": "ttm"} if counted else {"period": "1y"}))
     if (fiscal := read_fiscal_wording(words)) is not None:
-        if counted:
-            fill(frequency="quarterly" if fiscal.frequency == "quarterly" else None)
-        else:
-            first, last = calendar_period(fiscal.first), calendar_period(fiscal.last)
-            closing = last.last_month
-            fill(start=first.first_month, end=closing.replace(day=calendar.monthrange(closing.year, closing.month)[1]))
+        fill(**_fiscal_fields(fiscal, counted=counted))
         words = _FISCAL_YEARS.sub(" ", _without_fiscal_quarters(words))
     quarters = [_namedquarter_dates(match, today) for pattern in _NAMED_QUARTERS for match in pattern.finditer(words)]
     if quarters:  # several named quarters: the span from the first to the last
@@ -219,6 +215,17 @@ def read_wording(text: str, *, data: MarketDataKind, today: date) -> MarketDataR
         # "this year since March": the dates are the more precise reading.
         del fields["period"]
     return MarketDataRequest.model_validate(fields)
+
+
+def _fiscal_fields(fiscal: FiscalAsk, *, counted: bool) -> dict[str, object]:
+    """What fiscal wording says before the company's calendar is known: for statements and earnings
+    (`counted`) only whether quarters are asked, their months being placed later; for other data the
+    calendar months, from the first month of the first period to the last day of the last."""
+    if counted:
+        return {"frequency": "quarterly" if fiscal.frequency == "quarterly" else None}
+    first, last = calendar_period(fiscal.first), calendar_period(fiscal.last)
+    closing = last.last_month
+    return {"start": first.first_month, "end": closing.replace(day=calendar.monthrange(closing.year, closing.month)[1])}
 
 
 def _last_units(count: int, unit: str, today: date, *, counted: bool) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""What each model accepts: one table, so no request option is guessed from a model's name at a call site.
+"""What each OpenAI model accepts: one table, so no request option is guessed from a model's name at a call site.
 
 The API answers 400 to an option a model does not take (`temperature` on a reasoning model, `reasoning` on a
 `*-chat-latest` model, an effort value the model does not know, web search with `minimal` effort), and
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+from datascraper.providers.base import ReasoningEffort
+
 EFFORT_ORDER: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataResult,
-    PriceBar,
-    PriceHistory,
-    StatementFrequency,
-)
-from datascraper.research_engine.fiscal_calendar import PERIOD_END_SLACK, FiscalCalendar
+from datascraper.market_data.schemas import MarketDataResult, PriceBar, PriceHistory, StatementFrequency
+from datascraper.market_data.statement_schemas import FinancialStatement
+from datascraper.research_engine.periods.fiscal_calendar import PERIOD_END_SLACK, FiscalCalendar
 
 
 def as_of_moment(result: MarketDataResult) -> datetime:

@@ -1,4 +1,4 @@
-"""One call's usage, from the SDK's response object or a streamed event's JSON."""
+"""One OpenAI call's usage, from the SDK's response object or a streamed event's JSON."""
 
 from __future__ import annotations
 

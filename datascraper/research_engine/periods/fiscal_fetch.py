@@ -5,7 +5,7 @@ months a fiscal period covers depends on the company. So before a sub-question t
 fetches its data, each ticker's calendar is read from its annual income statement (the period ends of its
 fiscal years), and the periods are placed on it, ticker by ticker: one question may compare companies whose
 years end in different months. Without a calendar (too few dates, or no statement) the periods are read as
-calendar months and the result says so (`periods.resolve_fiscal`).
+calendar months and the result says so (`request.resolve_fiscal`).
 
 Statements fetched without fiscal wording have their calendar read alongside, so that their periods are
 named both ways ("Q3 FY2025 (Aug–Oct 2024)") in titles, facts and charts. Quarterly statements must agree
@@ -18,18 +18,13 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import date
 
-from datascraper.market_data.fetch import MAX_TICKERS, fetch_market_data
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataFinding,
-    MarketDataRequest,
-    ToolFailure,
-    ToolResult,
-)
-from datascraper.research_engine.as_of import period_label
-from datascraper.research_engine.fiscal_calendar import FiscalAsk, FiscalCalendar, infer_calendar
-from datascraper.research_engine.period_wording import FISCAL_DATA
-from datascraper.research_engine.periods import resolve_fiscal
+from datascraper.market_data.finding_schemas import MarketDataFinding, MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.statement_schemas import FinancialStatement
+from datascraper.research_engine.data.market_data import MAX_TICKERS, fetch_market_data
+from datascraper.research_engine.periods.as_of import period_label
+from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk, FiscalCalendar, infer_calendar
+from datascraper.research_engine.periods.request import resolve_fiscal
+from datascraper.research_engine.periods.wording import FISCAL_DATA
 from datascraper.schemas import MarketDataKind
 
 # The statement whose period ends give a company's fiscal calendar: its fiscal year ends.

@@ -1,12 +1,12 @@
 """What research asks of the SEC's filings: reported figures beside Yahoo's statements, and the filing's own
 words for questions about a company's disclosures.
 
-The filing tools are called through the market data MCP session (`market_data/session.py`), as the Yahoo
-tools are. A statement sub-question asks XBRL for the statement's key lines over the same periods (fiscal
+The filing tools are called through the market data MCP session (`session.py`), as the Yahoo tools are. A
+statement sub-question asks XBRL for the statement's key lines over the same periods (fiscal
 labels from the filing: "Q3 FY2025" is what the company's own filing calls Q3 FY2025); a disclosure
 sub-question reads the named section of the latest 10-K or 10-Q, or an 8-K item, and keeps the paragraphs
-that bear on the question. Every result cites its filing: one source per filing, with its form, the period
-it reports on and its filing date.
+that bear on the question (`filing_disclosures.py`). Every result cites its filing: one source per filing,
+with its form, the period it reports on and its filing date.
 
 Without `SEC_USER_AGENT` the tools answer `not_configured` at once, and research goes on with Yahoo and the
 web: a missing filing is an error of this finding, never of the run.
@@ -15,10 +15,9 @@ web: a missing filing is an error of this finding, never of the run.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -32,23 +31,17 @@ from datascraper.filings.schemas import (
     ReportedFigure,
     ReportedFigures,
 )
-from datascraper.filings.service import MAX_SECTION_CHARS
 from datascraper.filings.tools import FilingToolName
 from datascraper.market_data.errors import MarketDataError, MarketDataUnavailable
-from datascraper.market_data.fetch import MAX_TICKERS, tool_failure
-from datascraper.market_data.schemas import (
-    FinancialStatement,
-    MarketDataRequest,
-    StatementKind,
-    StatementLine,
-    ToolFailure,
-    ToolResult,
-)
-from datascraper.market_data.session import get_market_data_client
-from datascraper.schemas import FilingDataKind, MarketDataKind, Source
+from datascraper.market_data.finding_schemas import MarketDataRequest, ToolFailure, ToolResult
+from datascraper.market_data.schemas import StatementKind
+from datascraper.market_data.statement_schemas import FinancialStatement, StatementLine
+from datascraper.research_engine.data.market_data import MAX_TICKERS, tool_failure
+from datascraper.research_engine.data.market_data_client import get_market_data_client
+from datascraper.schemas import MarketDataKind, Source
 
 if TYPE_CHECKING:  # research_engine imports this module
-    from datascraper.research_engine.fiscal_calendar import FiscalAsk
+    from datascraper.research_engine.periods.fiscal_calendar import FiscalAsk
 
 # The lines of a statement asked of XBRL, as the filing tools name them (`filings/concepts.py`).
 STATEMENT_LINES: dict[MarketDataKind, tuple[str, ...]] = {
@@ -81,11 +74,6 @@ FILING_ERROR_CODES = frozenset(
 )
 # Periods asked of XBRL when a range or a start and end bound them: enough for five years of quarters.
 _RANGE_LIMIT = 20
-# A section is read to this length, in pages of the tool's largest (`service.MAX_SECTION_CHARS`): a large
-# company's risk factors can run well past one page. The answer is given the paragraphs that bear most on the
-# question, in their order.
-SECTION_READ_CHARS = 120_000
-SECTION_KEPT_CHARS = 8_000
 _RESULT_MODELS: dict[FilingToolName, type[FilingResult]] = {
     "get_reported_figures": ReportedFigures,
     "get_filings": FilingList,
@@ -300,7 +288,7 @@ async def fetch_reported_figures(
     company (a foreign filer without XBRL), the other lines are not asked. Only an unreachable server
     raises, as for market data.
     """
-    symbols = _symbols(tickers)
+    symbols = ticker_symbols(tickers)
     finding = FilingFinding(tickers=symbols)
     arguments = _period_arguments(request, fiscal)
     if arguments is None:
@@ -308,12 +296,14 @@ async def fetch_reported_figures(
     lines = STATEMENT_LINES[data]
 
     async def one_ticker(symbol: str) -> None:
-        first = await _call(finding, "get_reported_figures", symbol, {"concept": lines[0], **arguments}, timeout_s)
+        first = await call_filing_tool(
+            finding, "get_reported_figures", symbol, {"concept": lines[0], **arguments}, timeout_s
+        )
         if first is False:
             return
         await asyncio.gather(
             *(
-                _call(finding, "get_reported_figures", symbol, {"concept": line, **arguments}, timeout_s)
+                call_filing_tool(finding, "get_reported_figures", symbol, {"concept": line, **arguments}, timeout_s)
                 for line in lines[1:]
             )
         )
@@ -361,157 +351,14 @@ def _ordinal(figure: dict[str, Any]) -> int:
     return int(figure["fiscal_year"]) * 5 + (5 if period == "FY" else int(period[1]))
 
 
-# --- a company's own disclosures -------------------------------------------------------------------------
-
-SectionName = Literal["risk_factors", "mdna", "legal_proceedings", "market_risk", "business", "segment_note"]
-SECTION_NAMES: frozenset[str] = frozenset(get_args(SectionName))
-EIGHT_K_ITEM = re.compile(r"^\d\.\d\d$")
-# What a question's words say it is about, first match wins; otherwise management's discussion.
-_SECTION_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b(earnings|press) release|\b8-k\b", re.IGNORECASE), "2.02"),
-    (re.compile(r"\brisk", re.IGNORECASE), "risk_factors"),
-    (re.compile(r"\blegal|\blawsuit|\blitigation|\bproceeding|\bregulatory (action|investigation)", re.IGNORECASE),
-     "legal_proceedings"),
-    (re.compile(r"\bsegment", re.IGNORECASE), "segment_note"),
-    (re.compile(r"\binterest[- ]rate|\bcurrency|\bforeign exchange|\bhedg|\bmarket risk", re.IGNORECASE),
-     "market_risk"),
-    (re.compile(r"\bbusiness model|\bcompetition|\bcompetitors|\bemployees|\bproducts and services", re.IGNORECASE),
-     "business"),
-)  # fmt: skip
-_QUARTERLY = re.compile(r"\b10-q\b|\bquarterly report\b|\blatest quarter\b|\bthis quarter\b", re.IGNORECASE)
-_WORD = re.compile(r"[a-z][a-z0-9&'-]{3,}")
-_STOPWORDS = frozenset(
-    "what which when where does have that this with from about their they them said says company company's "
-    "filing filings report reported annual quarterly latest most main according disclose disclosed discuss "
-    "describe described item section".split()
-)
-
-
-_INSIDER_WORDS = re.compile(
-    r"\binsiders?\b|\bform 4\b"
-    r"|\b(directors?|officers?|executives?|ceo|cfo)\b.{0,40}\b(sold|bought|sell|buy|sales|purchases)\b",
-    re.IGNORECASE,
-)
-_FILING_WORDS = re.compile(
-    r"\b10-k\b|\b10-q\b|\b8-k\b|\bannual report\b|\bquarterly report\b|\brisk factors\b|\bdisclos"
-    r"|\bfil(ed|ing|ings) with the sec\b|\bsec filings?\b|\bmanagement's discussion\b|\bmd&a\b",
-    re.IGNORECASE,
-)
-
-
-def disclosure_data(question: str) -> FilingDataKind | None:
-    """What a question's words ask of a company's filings when the analyzer gave no data hint: insider
-    trades, or its filings' text; None when they name neither."""
-    if _INSIDER_WORDS.search(question):
-        return "insider_transactions"
-    if _FILING_WORDS.search(question):
-        return "filing_text"
-    return None
-
-
-def section_for(question: str, asked: str | None = None) -> tuple[str, str]:
-    """The section (or 8-K item) and form a disclosure question reads: the analyzer's `asked` section when
-    it named a known one, else the question's words."""
-    section = (asked or "").strip().lower()
-    if section not in SECTION_NAMES and not EIGHT_K_ITEM.match(section):
-        section = next((name for pattern, name in _SECTION_WORDS if pattern.search(question)), "mdna")
-    if EIGHT_K_ITEM.match(section):
-        return section, "8-K"
-    quarterly = _QUARTERLY.search(question) is not None and section not in ("business",)
-    return section, "10-Q" if quarterly else "10-K"
-
-
-async def fetch_disclosures(
-    tickers: list[str],
-    data: FilingDataKind,
-    *,
-    question: str,
-    section: str | None = None,
-    timeout_s: float | None = None,
-) -> FilingFinding:
-    """The filing's own words for `question`: a section's most relevant paragraphs, the company's filings
-    (8-K items included), or its insiders' trades, for each ticker."""
-    symbols = _symbols(tickers)
-    finding = FilingFinding(tickers=symbols)
-    if data == "filing_text":
-        name, form = section_for(question, section)
-        arguments: dict[str, Any] = {"section": name, "form": form, "max_chars": MAX_SECTION_CHARS}
-        tool: FilingToolName = "get_filing_section"
-    elif data == "insider_transactions":
-        arguments, tool = {}, "get_insider_transactions"
-    else:
-        arguments, tool = {"forms": _forms_named(question), "limit": 10}, "get_filings"
-    await asyncio.gather(*(_call(finding, tool, symbol, arguments, timeout_s) for symbol in symbols))
-    if data == "filing_text":
-        finding.results = [
-            relevant_paragraphs(await _read_on(item, arguments, timeout_s), question) for item in finding.results
-        ]
-    return finding
-
-
-async def _read_on(item: FilingToolResult, arguments: dict[str, Any], timeout_s: float | None) -> FilingToolResult:
-    """A long section read on, a page at a time from the same filing, to `SECTION_READ_CHARS` in all (the
-    filing's text is cached by the first page, so the SEC is not asked again). A page that fails ends the
-    reading with what was read."""
-    data = dict(item.data)
-    client = get_market_data_client()
-    while data["truncated"] and len(data["text"]) < SECTION_READ_CHARS:
-        page = {**arguments, "accession": data["accession"], "offset": data["offset"] + len(data["text"])}
-        try:
-            outcome = await client.call_tool("get_filing_section", {"ticker": item.symbol, **page}, timeout_s=timeout_s)
-        except MarketDataError:
-            break
-        if outcome.is_error or outcome.structured_content is None or not outcome.structured_content["text"]:
-            break
-        data["text"] += outcome.structured_content["text"]
-        data["truncated"] = outcome.structured_content["truncated"]
-    return item.model_copy(update={"data": data})
-
-
-def _forms_named(question: str) -> list[str] | None:
-    forms = [form for form in ("10-K", "10-Q", "8-K", "DEF 14A", "13F") if form.lower() in question.lower()]
-    if re.search(r"\bproxy\b", question, re.IGNORECASE):
-        forms.append("DEF 14A")
-    return forms or None
-
-
-def relevant_paragraphs(item: FilingToolResult, question: str) -> FilingToolResult:
-    """A long section cut to its paragraphs that share most words with the question, in document order,
-    each gap marked; a short one whole."""
-    text: str = item.data["text"]
-    if len(text) <= SECTION_KEPT_CHARS:
-        return item
-    words = {word for word in _WORD.findall(question.lower()) if word not in _STOPWORDS}
-    paragraphs = [p for p in text.split("\n") if p.strip()]
-    scored = sorted(
-        range(len(paragraphs)),
-        key=lambda i: (-sum(1 for word in words if word in paragraphs[i].lower()), i),
-    )
-    kept: set[int] = {0}  # the section's opening says what it covers
-    size = len(paragraphs[0])
-    for i in scored:
-        if size + len(paragraphs[i]) > SECTION_KEPT_CHARS:
-            continue
-        kept.add(i)
-        size += len(paragraphs[i]) + 1
-    parts: list[str] = []
-    for i in sorted(kept):
-        if parts and i - 1 not in kept:
-            parts.append("[…]")
-        parts.append(paragraphs[i])
-    data = {**item.data, "text": "\n".join(parts), "truncated": True}
-    data["excerpt_of"] = f"paragraphs of the section that bear on the question, {size:,} of {len(text):,} characters"
-    return item.model_copy(update={"data": data})
-
-
 # --- one tool call ---------------------------------------------------------------------------------------
 
 
-def _symbols(tickers: list[str]) -> list[str]:
+def ticker_symbols(tickers: list[str]) -> list[str]:
     return list(dict.fromkeys(t.strip().upper() for t in tickers if t.strip()))[:MAX_TICKERS]
 
 
-async def _call(
+async def call_filing_tool(
     finding: FilingFinding, tool: FilingToolName, symbol: str, arguments: dict[str, Any], timeout_s: float | None
 ) -> bool:
     """Call `tool` for `symbol`, recording its result or its failure on `finding`; False when the failure is

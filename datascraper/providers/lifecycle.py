@@ -1,8 +1,9 @@
-"""Models retire: the configured ones are checked against the provider's own list.
+"""Models retire: the configured ones are checked against their provider's own list.
 
-`GET /v1/models` lists the models a key may use, each with an optional `shutdown_date`. A configured model
-with a shutdown announced is a warning naming the model and its date; one the provider no longer lists (shut
-down, misspelled, not open to this key) is an error naming the setting to change. Serving processes (web,
+Each provider lists the models a key may use (OpenAI's `GET /v1/models`, each with an optional
+`shutdown_date`), read once per provider the configuration uses. A configured model with a shutdown announced
+is a warning naming the model and its date; one the provider no longer lists (shut down, misspelled, not open
+to this key) is an error naming the setting to change. Serving processes (web,
 `runworker`, `ask`) run the check in the background as they start, so a slow provider never delays them;
 `manage.py check` runs it bounded; staff read the last result on `GET /api/status`.
 """
@@ -14,12 +15,13 @@ import logging
 from datetime import UTC, date, datetime
 from typing import Literal
 
-import openai
 from pydantic import BaseModel
 
-from datascraper.llm.client import get_openai_client
-from datascraper.llm.failures import translate_error
+from datascraper.errors import ResearchError, UpstreamTimeout
+from datascraper.model_ref import ModelRef, ProviderName, parse_model
 from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.providers.base import ModelListing
+from datascraper.providers.registry import model_provider
 
 logger = logging.getLogger(__name__)
 
@@ -29,10 +31,11 @@ Level = Literal["ok", "warning", "error"]
 
 
 class ModelCheck(BaseModel):
-    """One configured model against the provider's list."""
+    """One configured model (by its label) against its provider's list."""
 
     setting: str
     model: str
+    provider: ProviderName
     level: Level
     shutdown_date: date | None = None
     message: str
@@ -53,28 +56,34 @@ class ModelLifecycleReport(BaseModel):
         return "warning" if any(c.level == "warning" for c in self.checks) else "ok"
 
 
-def configured_models(config: ResearchConfig) -> list[tuple[str, str]]:
-    """(setting, model) for each model the configuration names."""
-    return [("RESEARCH_PLANNER_MODEL", config.planner_model), ("RESEARCH_MODEL", config.research_model)]
+def configured_models(config: ResearchConfig) -> list[tuple[str, ModelRef]]:
+    """(setting, model) for each model a question uses."""
+    return [
+        ("RESEARCH_PLANNER_MODEL", parse_model(config.planner_model)),
+        ("RESEARCH_MODEL", parse_model(config.research_model)),
+    ]
 
 
-def judge_model(setting: str, model: str, listed: dict[str, date | None], today: date) -> ModelCheck:
-    if model not in listed:
+def judge_model(setting: str, ref: ModelRef, listed: ModelListing, today: date) -> ModelCheck:
+    model, provider = ref.label, ref.provider
+    if ref.name not in listed:
         return ModelCheck(
             setting=setting,
             model=model,
+            provider=provider,
             level="error",
             message=f"The provider does not list '{model}' (shut down, misspelled, or not open to this key): "
             f"set {setting} to a current model.",
         )
-    shutdown = listed[model]
+    shutdown = listed[ref.name]
     if shutdown is None:
         message = f"'{model}' is live, no shutdown announced."
-        return ModelCheck(setting=setting, model=model, level="ok", message=message)
+        return ModelCheck(setting=setting, model=model, provider=provider, level="ok", message=message)
     if shutdown <= today:
         return ModelCheck(
             setting=setting,
             model=model,
+            provider=provider,
             level="error",
             shutdown_date=shutdown,
             message=f"'{model}' was shut down on {shutdown}: set {setting} to a current model.",
@@ -82,35 +91,39 @@ def judge_model(setting: str, model: str, listed: dict[str, date | None], today:
     return ModelCheck(
         setting=setting,
         model=model,
+        provider=provider,
         level="warning",
         shutdown_date=shutdown,
         message=f"'{model}' shuts down on {shutdown}: set {setting} to a current model before then.",
     )
 
 
-def _shutdown_date(value: object) -> date | None:
-    try:
-        return date.fromisoformat(str(value)) if value else None
-    except ValueError:
-        return None
-
-
 async def check_models(
     config: ResearchConfig | None = None, *, timeout_s: float = CHECK_TIMEOUT_S, today: date | None = None
 ) -> ModelLifecycleReport:
-    """List the provider's models once (bounded by `timeout_s`) and judge each configured model."""
+    """List each provider's models once (bounded by `timeout_s`) and judge each configured model."""
     config = config or get_research_config()
     now = datetime.now(UTC)
     today = today or now.date()
-    try:
-        client = get_openai_client().with_options(timeout=timeout_s, max_retries=0)
-        async with asyncio.timeout(timeout_s):
-            listed = {m.id: _shutdown_date(m.shutdown_date) async for m in client.models.list()}
-    except (openai.OpenAIError, TimeoutError) as exc:
-        failure = translate_error(exc)
-        return ModelLifecycleReport(checked_at=now, error_code=failure.code, error=failure.message)
-    checks = [judge_model(setting, model, listed, today) for setting, model in configured_models(config)]
+    configured = configured_models(config)
+    listings: dict[ProviderName, ModelListing] = {}
+    for setting, ref in configured:
+        if ref.provider in listings:
+            continue
+        try:
+            provider = model_provider(ref, setting)
+            async with asyncio.timeout(timeout_s):
+                listings[ref.provider] = await provider.list_models(timeout_s=timeout_s)
+        except TimeoutError:
+            return _unchecked(now, UpstreamTimeout())
+        except ResearchError as exc:
+            return _unchecked(now, exc)
+    checks = [judge_model(setting, ref, listings[ref.provider], today) for setting, ref in configured]
     return ModelLifecycleReport(checked_at=now, checks=checks)
+
+
+def _unchecked(now: datetime, failure: ResearchError) -> ModelLifecycleReport:
+    return ModelLifecycleReport(checked_at=now, error_code=failure.code, error=failure.message)
 
 
 def log_report(report: ModelLifecycleReport) -> None:

@@ -1,4 +1,4 @@
-"""Provider failures as the named errors of `datascraper.errors`, each with a code a user can act on.
+"""OpenAI's failures as the named errors of `datascraper.errors`, each with a code a user can act on.
 
 The provider's error `code` decides, not the HTTP status, because the same failure comes with different
 statuses: an unknown or retired model is a 400 `model_not_found` on the Responses API (a 404 on Chat
@@ -44,28 +44,17 @@ _ACTIONABLE: dict[str, Callable[[], ResearchError]] = {
 _PLAIN_CODE = re.compile(r"[a-z][a-z0-9_.]{0,63}")
 
 
-def setting_for(model: str) -> str | None:
-    """The setting that chose `model`, so an error can say what to change."""
-    config = get_research_config()
-    if model == config.research_model:
-        return "RESEARCH_MODEL"
-    if model == config.planner_model:
-        return "RESEARCH_PLANNER_MODEL"
-    if model == config.eval_judge_model:
-        return "EVAL_JUDGE_MODEL"
-    return None
-
-
 def failure_for_code(code: object, *, model: str | None = None) -> ResearchError | None:
     """The named error the provider's error `code` calls for, or None when the code alone does not say."""
     if code == MODEL_NOT_FOUND_CODE and model is not None:
-        return ModelUnavailable(model, setting_for(model))
+        return ModelUnavailable(model, get_research_config().setting_of(model))
     make = _ACTIONABLE.get(code) if isinstance(code, str) else None
     return make() if make is not None else None
 
 
 def translate_error(exc: BaseException, *, model: str | None = None) -> ResearchError:
-    """The named error for an SDK failure (raised after the SDK's own retries); `model` is the one asked."""
+    """The named error for an SDK failure (raised after the SDK's own retries); `model` is the one asked,
+    by its label."""
     if isinstance(exc, ResearchError):
         return exc
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
@@ -82,7 +71,7 @@ def translate_error(exc: BaseException, *, model: str | None = None) -> Research
         return ProviderAuthFailed()
     if isinstance(exc, openai.NotFoundError) and model is not None and exc.code is None:
         # An OpenAI-compatible server's bare 404 for a model it does not serve.
-        return ModelUnavailable(model, setting_for(model))
+        return ModelUnavailable(model, get_research_config().setting_of(model))
     if isinstance(exc, openai.APIStatusError):
         named = _plain(exc.code)
         status = f"HTTP {exc.status_code}, {named}" if named else f"HTTP {exc.status_code}"

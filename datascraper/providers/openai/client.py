@@ -9,9 +9,9 @@ import openai
 from openai import AsyncOpenAI
 
 from datascraper.errors import ProviderNotConfigured
-from datascraper.llm.breaker import reset_breakers
-from datascraper.llm.failures import refuse_retry_without_credit
 from datascraper.models_config import get_research_config
+from datascraper.providers.breaker import reset_breakers
+from datascraper.providers.openai.failures import refuse_retry_without_credit
 
 # The SDK keeps up to 100 idle connections, and its pool probes every idle one for a server hang-up each
 # time a request starts or ends: under load that scan was a tenth of a run's CPU. Twenty idle connections
