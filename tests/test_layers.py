@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("datascraper.query_analyzer",),
     ("datascraper.research_engine",),
     ("datascraper.evaluation",),
-    ("chat.models", "chat.db_calls", "chat.redis_client"),
+    ("chat.models", "chat.db_calls", "chat.redis_client", "chat.request_bodies"),
     ("chat.event_store", "chat.callers", "chat.selectors"),
     ("chat.events",),
     ("chat.services",),
