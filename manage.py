@@ -7,12 +7,14 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from django.conf import settings
+    import django
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
     try:
-        settings.INSTALLED_APPS  # noqa: B018 (loads the settings: a bad one is a line naming it, not a traceback)
+        # Settings and the apps' start (bad RESEARCH_* settings, a provider not available): a line naming the
+        # setting, not a traceback. The command's own setup finds the apps ready.
+        django.setup()
     except ImproperlyConfigured as exc:
         sys.exit(f"Configuration error: {exc}")
 

@@ -115,6 +115,21 @@ def test_create_api_key_before_migrate_says_to_migrate(tmp_path):
     assert "manage.py migrate" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"RESEARCH_CONCURRENCY": "1000"}, "Invalid research settings (concurrency)"),
+        ({"RESEARCH_MODEL": "anthropic:claude-x"}, "RESEARCH_MODEL names the provider 'anthropic'"),
+    ],
+)
+def test_a_bad_setting_stops_a_command_in_one_line_naming_it(tmp_path, setting, said):
+    result = manage(tmp_path, "migrate", **setting)
+
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(f"Configuration error: {said}")
+
+
 @pytest.mark.parametrize("debug", ["", "0"])
 def test_the_server_refuses_to_start_without_a_secret_key_in_one_line(tmp_path, debug):
     result = subprocess.run(
