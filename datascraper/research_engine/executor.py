@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import cast
 
-from datascraper import prompts
 from datascraper.errors import ACCOUNT_FAILURES, DeadlineExceeded, ResearchError
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
@@ -38,7 +37,7 @@ from datascraper.schemas import (
     UsageLedger,
     is_filing_data,
 )
-from datascraper.web_search import WebSearchStream
+from datascraper.search.answer import sub_question_search
 
 logger = logging.getLogger(__name__)
 
@@ -159,13 +158,7 @@ async def answer_sub_question(
     else:
         emit(StepEvent(sub_question_id=step.id, state="started", route="web_search"))
 
-    search = WebSearchStream(
-        step.question,
-        instructions=prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
-        model=config.research_model,
-        ledger=ledger,
-        today=today,
-    )
+    search = sub_question_search(step.question, config=config, ledger=ledger, today=today)
     try:
         async for _ in search:
             pass
@@ -181,6 +174,7 @@ async def answer_sub_question(
         route="web_search",
         text=result.text,
         sources=result.sources,
+        pages=result.pages,
         fallback_reason=attempt.fallback_reason,
         elapsed_ms=_ms(started),
     )

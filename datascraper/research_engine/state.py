@@ -122,6 +122,9 @@ class Finding(BaseModel):
     # Each ticker's fiscal calendar, as its statements showed it: how its periods are named.
     fiscal_calendars: dict[str, FiscalCalendar] = Field(default_factory=dict)
     fallback_reason: str | None = None  # why market data gave way to a web search
+    # The text of the cited pages the app read itself (a search API's results), by URL: the citation
+    # check reads them here instead of fetching them again.
+    pages: dict[str, str] = Field(default_factory=dict)
     error: str | None = None  # the error code of a failed sub-question
     elapsed_ms: int = 0
 
