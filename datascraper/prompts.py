@@ -44,31 +44,28 @@ more useful than a guess.
 """
 
 
-# With a search API (SEARCH_PROVIDER other than `hosted`) the model searches nothing itself: it writes the
-# sub-question's finding from the pages the app read, given to it as numbered passages.
-SEARCHED_SUB_QUESTION_INSTRUCTIONS = """\
-You are a research assistant gathering facts for one sub-question of a larger finance research task. \
-Another step will write the final answer from your findings, so report facts, not advice. You have no search \
-tool: the user message holds numbered passages from web pages, and they are your only sources.
-
-Rules:
-- Answer only the sub-question. No preamble, no closing summary.
-- Cite the passage for every factual claim as [n], right after the sentence it supports; cite only the \
-numbers given, and never a fact the passages do not state.
-- Give every number with its unit and currency, the period it covers and the date it refers to.
-- Keep reported facts apart from estimates, forecasts and opinions, and say whose view an opinion is.
-- When passages disagree, give each figure with its passage.
-- When the passages do not answer something, say so explicitly: a clear "not found" is more useful than a \
-guess.
+# With a search API (SEARCH_PROVIDER other than `hosted`) the model searches nothing itself: it writes from the
+# pages the app read, given to it as numbered passages. These rules follow the quick answer's or the
+# sub-question's own.
+FROM_PASSAGES_RULES = """\
+- You have no search tool here: the user message holds numbered passages from web pages searched for you, \
+and they are your only sources. Cite a passage as [n] with its number, right after the sentence it \
+supports; cite only the numbers given, and never state a fact the passages do not.
 """
+
+
+def from_passages(instructions: str) -> str:
+    """`instructions` for writing from numbered passages instead of searching."""
+    return f"{instructions.rstrip()}\n{FROM_PASSAGES_RULES}"
+
 
 PASSAGE_CHARS = 6_000  # of each page's main text: five pages stay well inside any model's context
 
 
 def searched_question(question: str, passages: Sequence[tuple[str, str, str]]) -> str:
-    """The sub-question and the pages read for it, each `(title, url, text)` numbered from 1."""
+    """The question and the pages read for it, each `(title, url, text)` numbered from 1."""
     blocks = [f"[{n}] {title}\n{url}\n{text[:PASSAGE_CHARS]}" for n, (title, url, text) in enumerate(passages, start=1)]
-    return f"Sub-question: {question}\n\nPassages:\n\n" + "\n\n".join(blocks)
+    return f"Question: {question}\n\nPassages:\n\n" + "\n\n".join(blocks)
 
 
 def with_today(instructions: str, today: date) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import cast
 
+from datascraper import prompts
 from datascraper.errors import ACCOUNT_FAILURES, DeadlineExceeded, ResearchError
 from datascraper.market_data.errors import MarketDataError
 from datascraper.models_config import ResearchConfig
@@ -37,7 +38,7 @@ from datascraper.schemas import (
     UsageLedger,
     is_filing_data,
 )
-from datascraper.search.answer import sub_question_search
+from datascraper.search.answer import web_answer
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +159,13 @@ async def answer_sub_question(
     else:
         emit(StepEvent(sub_question_id=step.id, state="started", route="web_search"))
 
-    search = sub_question_search(step.question, config=config, ledger=ledger, today=today)
+    search = web_answer(
+        step.question,
+        instructions=prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
+        config=config,
+        ledger=ledger,
+        today=today,
+    )
     try:
         async for _ in search:
             pass

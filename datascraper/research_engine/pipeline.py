@@ -274,7 +274,7 @@ async def verify(state: RunState) -> Verification | None:
             market_evidence(state),
             config=state.config,
             time_limit_s=time_limit_s,
-            read_already={url: text for finding in state.findings for url, text in finding.pages.items()},
+            read_already=state.pages_read(),
         )
     except Exception:
         logger.exception("Citation verification failed; the answer is left unverified.")

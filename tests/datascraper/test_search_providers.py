@@ -111,6 +111,30 @@ async def test_a_sub_question_is_written_from_the_pages_searxng_found_and_checke
     assert len(requests_of(fake_openai, is_synthesis)) == 2  # the passages' writing, then the answer
 
 
+
+async def test_a_quick_answer_is_written_from_the_pages_searxng_found_and_checked_against_them(
+    fake_openai, searching, searx, page_server
+):
+    results = publish_apple_pages(searx, page_server)
+    fake_openai.script(
+        TextReply(["Apple reported revenue of $391.04 billion for fiscal 2024 [1]."]), when=writes_from_passages
+    )
+
+    events = await run(QUESTION, mode="quick")
+
+    assert searx.queries == [{"q": [QUESTION], "format": ["json"]}]
+    [writing] = fake_openai.requests
+    assert writing.tool_types == [] and "$391.04 billion" in writing.input_text
+    assert "numbered passages" in writing.instructions
+    [sources] = of_type(events, "sources")
+    assert [(source.n, source.url, source.published) for source in sources.sources] == [
+        (1, results, date(2025, 6, 12))
+    ]
+    [verification] = of_type(events, "verification")
+    assert [(check.n, check.status) for check in verification.citations] == [(1, "supported")]
+    assert page_server.hits["/apple-results"] == 1
+    assert summary_of(events).answer == "Apple reported revenue of $391.04 billion for fiscal 2024 [1]."
+
 async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question_as_no_search_results(
     fake_openai, searching, searx, page_server
 ):
