@@ -105,11 +105,11 @@ class SearchUnavailable(UpstreamError):
     default_message = "The search provider could not be reached or returned an error."
 
 
-class NothingFound(ResearchError):
-    """A search whose results gave no page that could be read: there is nothing to write a finding from."""
+class NothingFound(UpstreamError):
+    """A search whose results gave no page that could be read: there is nothing to write from. An upstream
+    failure for the user (the contract's codes), with its own message."""
 
-    code = "no_search_results"
-    default_message = "The search found no page that could be read."
+    default_message = "The web search found no page that could be read."
 
 
 class DeadlineExceeded(ResearchError):

@@ -135,7 +135,7 @@ async def test_a_quick_answer_is_written_from_the_pages_searxng_found_and_checke
     assert page_server.hits["/apple-results"] == 1
     assert summary_of(events).answer == "Apple reported revenue of $391.04 billion for fiscal 2024 [1]."
 
-async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question_as_no_search_results(
+async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question(
     fake_openai, searching, searx, page_server
 ):
     searx.results = [searx_result(page_server.url("/gone"), "A page that is gone")]
@@ -145,7 +145,7 @@ async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question_as_no_
 
     assert steps(events)[-1] == ("q1", "failed", "web_search")
     [finding] = of_type(events, "checkpoint")[-1].state["findings"]
-    assert (finding["status"], finding["error"]) == ("failed", "no_search_results")
+    assert (finding["status"], finding["error"]) == ("failed", "upstream_error")
     assert requests_of(fake_openai, writes_from_passages) == []
 
 
