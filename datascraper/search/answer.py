@@ -77,6 +77,7 @@ class SearchedAnswer:
         self.model = config.research_model
         self._read: list[tuple[SearchResult, str]] = []  # the results whose page was read, with its text
         self._stream: WebSearchStream | None = None
+        self._started = False
 
     @property
     def result(self) -> WebSearchResult:
@@ -98,8 +99,9 @@ class SearchedAnswer:
         )
 
     async def __aiter__(self) -> AsyncGenerator[DeltaEvent, None]:
-        if self._stream is not None or self._read:
+        if self._started:
             raise RuntimeError("A SearchedAnswer can be iterated only once.")
+        self._started = True
         self._search.ensure_configured()
         found = await self._search.search(
             self._question, limit=SEARCH_RESULTS, timeout_s=self._config.request_timeout_s
