@@ -21,7 +21,7 @@ from django.db.migrations.executor import MigrationExecutor
 from pydantic import BaseModel
 
 from datascraper.citations.fetcher import PageFetcher, PageUnreachable, any_address, is_public
-from datascraper.errors import ResearchError
+from datascraper.errors import ResearchError, SearchFormatRefused, SearchNotConfigured
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.limiter import budget_sharing
 from datascraper.market_data.errors import MarketDataError
@@ -31,6 +31,7 @@ from datascraper.providers.lifecycle import ModelLifecycleReport, check_models
 from datascraper.providers.structured import parse_structured
 from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import UsageLedger
+from datascraper.search.registry import search_provider
 from datascraper.web_search import WebSearchStream
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -39,6 +40,7 @@ CHECK_TIMEOUT_S = 30.0
 _STATUS_OF_LEVEL: dict[str, Status] = {"ok": "ok", "warning": "warn", "error": "fail"}
 DEFAULT_PAGE_URL = "https://www.example.com/"
 PROBE_SYMBOL = "AAPL"
+SEARCH_PROBE = "SEC EDGAR company filings"
 YAHOO_FIX = "Yahoo may be rate limiting this address, or the network is down; try again later."
 SEC_FIX = "The SEC may be throttling this address (10 requests a second from all processes); try again later."
 
@@ -70,6 +72,7 @@ class Doctor:
             self.results.append(result)
         await self._timed("structured output", self.check_structured_output, needs_key=True)
         await self._timed("web search", self.check_web_search, needs_key=True)
+        await self._timed("search provider", self.check_search_provider)
         await self._timed("Yahoo quote", self.check_quote)
         await self._timed("Yahoo statement", self.check_statement)
         await self._timed("SEC filings", self.check_sec)
@@ -158,6 +161,8 @@ class Doctor:
         return CheckResult("", "ok", f"{_named(model)} answered in the strict schema")
 
     async def check_web_search(self) -> CheckResult:
+        if self.config.search_provider != "hosted":
+            return CheckResult("", "skip", f"SEARCH_PROVIDER={self.config.search_provider}: no hosted search is used")
         model = self.config.research_model
         search = WebSearchStream("What is the address of the U.S. SEC's website? Cite your source.", model=model)
         try:
@@ -176,6 +181,26 @@ class Doctor:
                 fix="Answers will lack web citations: try another RESEARCH_MODEL.",
             )
         return CheckResult("", "ok", f"{_named(model)} searched and cited {len(sources)} page(s)")
+
+    async def check_search_provider(self) -> CheckResult:
+        if self.config.search_provider == "hosted":
+            return CheckResult("", "skip", "SEARCH_PROVIDER=hosted: the research model searches (the web search check)")
+        try:
+            search = search_provider(self.config)
+            assert search is not None
+            search.ensure_configured()
+            found = await search.search(
+                SEARCH_PROBE, limit=3, timeout_s=min(self.config.request_timeout_s, self.timeout_s)
+            )
+        except ResearchError as exc:
+            return CheckResult(
+                "", "fail", f"{self.config.search_provider}: {exc.code}: {exc.message}", fix=_search_fix(exc)
+            )
+        if not found:
+            return CheckResult(
+                "", "warn", f"{search.name} answered with no result", fix="Enable a web search engine on the instance."
+            )
+        return CheckResult("", "ok", f"{search.name} found {len(found)} result(s) for {SEARCH_PROBE!r}")
 
     # --- data sources --------------------------------------------------------------------------------
 
@@ -294,6 +319,14 @@ def _fix_for(exc: ResearchError, setting: str) -> str:
         "rate_limited": "The key is rate limited: wait, or raise its limits.",
     }
     return fixes.get(exc.code, "See the provider's status page, then try again.")
+
+
+def _search_fix(exc: ResearchError) -> str:
+    if isinstance(exc, SearchFormatRefused):
+        return "Add json to search.formats in the instance's settings.yml, then restart it."
+    if isinstance(exc, SearchNotConfigured):
+        return "Set SEARXNG_URL to the instance's root (http://localhost:8888, say)."
+    return "Check that the instance at SEARXNG_URL is running and reachable from this machine."
 
 
 def _unapplied_migrations() -> list[object]:

@@ -44,6 +44,33 @@ class ProviderNotAvailable(ProviderNotConfigured):
         self.provider = provider
 
 
+class SearchNotConfigured(ProviderNotConfigured):
+    """The search provider's address or key is missing or not a URL: nothing was sent."""
+
+    default_message = "The search provider is not configured: set SEARXNG_URL to the instance's root."
+
+
+class SearchFormatRefused(ProviderNotConfigured):
+    """A SearxNG instance answered 403 to `format=json`: its settings do not enable the JSON format, so every
+    search would be refused the same way until the operator enables it."""
+
+    default_message = (
+        "The SearxNG instance at SEARXNG_URL refuses JSON answers (403): add `json` to `search.formats` in its "
+        "settings.yml and restart it."
+    )
+
+
+class SearchProviderNotAvailable(ProviderNotAvailable):
+    """SEARCH_PROVIDER names a search API of the contract that this version does not implement yet."""
+
+    def __init__(self, provider: str, available: tuple[str, ...]) -> None:
+        ProviderNotConfigured.__init__(
+            self, f"SEARCH_PROVIDER names '{provider}', which is not available yet: use {' or '.join(available)}."
+        )
+        self.setting = "SEARCH_PROVIDER"
+        self.provider = provider
+
+
 class UpstreamRateLimited(ResearchError):
     code = "rate_limited"
     default_message = "The model provider is rate limiting requests; try again shortly."
@@ -62,6 +89,27 @@ class UpstreamError(ResearchError):
 class StreamInterrupted(ResearchError):
     code = "stream_interrupted"
     default_message = "The answer stream from the model provider broke off."
+
+
+class SearchRateLimited(UpstreamRateLimited):
+    default_message = "The search provider is rate limiting requests (429); try again shortly."
+
+
+class SearchTimeout(UpstreamTimeout):
+    default_message = "The search provider did not answer in time."
+
+
+class SearchUnavailable(UpstreamError):
+    """The search provider could not be reached, failed (5xx), or answered something that is not its results."""
+
+    default_message = "The search provider could not be reached or returned an error."
+
+
+class NothingFound(UpstreamError):
+    """A search whose results gave no page that could be read: there is nothing to write from. An upstream
+    failure for the user (the contract's codes), with its own message."""
+
+    default_message = "The web search found no page that could be read."
 
 
 class DeadlineExceeded(ResearchError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
@@ -18,6 +19,9 @@ MODEL_SETTINGS: dict[str, str] = {
     "research_model": "RESEARCH_MODEL",
     "eval_judge_model": "EVAL_JUDGE_MODEL",
 }
+
+# `hosted`: the research model's own search tool; the others are search APIs (`datascraper.search`).
+SearchProviderName = Literal["hosted", "searxng", "tavily", "brave", "exa"]
 
 
 class ConfidenceWeights(BaseModel):
@@ -108,6 +112,10 @@ class ResearchConfig(BaseModel):
     citation_page_max_bytes: int = Field(default=1_048_576, ge=1_024)
     citation_fetch_concurrency: int = Field(default=5, ge=1, le=50)
     citation_fetch_allow_private: bool = False
+    # Where a web sub-question searches (`datascraper.search`): the research model's hosted tool, or a search
+    # API whose pages the citation fetcher reads; SEARXNG_URL is the instance's root.
+    search_provider: SearchProviderName = "hosted"
+    searxng_url: str | None = None
 
     @field_validator(*MODEL_SETTINGS, mode="after")
     @classmethod
@@ -180,6 +188,8 @@ class ResearchConfig(BaseModel):
             "citation_page_max_bytes": pick("CITATION_PAGE_MAX_BYTES"),
             "citation_fetch_concurrency": pick("CITATION_FETCH_CONCURRENCY"),
             "citation_fetch_allow_private": pick("CITATION_FETCH_ALLOW_PRIVATE"),
+            "search_provider": pick("SEARCH_PROVIDER"),
+            "searxng_url": pick("SEARXNG_URL"),
             "confidence_threshold": pick("RESEARCH_CONFIDENCE_THRESHOLD"),
             "confidence_weights": pick("RESEARCH_CONFIDENCE_WEIGHTS"),
         }

@@ -6,6 +6,7 @@ only fills in the blanks (the date, the question); it never writes prompt text o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 
 # --- web search: the quick answer and research sub-questions ---------------------------------------
@@ -41,6 +42,30 @@ Rules:
 - When something could not be found or is not yet published, say so explicitly: a clear "not found" is \
 more useful than a guess.
 """
+
+
+# With a search API (SEARCH_PROVIDER other than `hosted`) the model searches nothing itself: it writes from the
+# pages the app read, given to it as numbered passages. These rules follow the quick answer's or the
+# sub-question's own.
+FROM_PASSAGES_RULES = """\
+- You have no search tool here: the user message holds numbered passages from web pages searched for you, \
+and they are your only sources. Cite a passage as [n] with its number, right after the sentence it \
+supports; cite only the numbers given, and never state a fact the passages do not.
+"""
+
+
+def from_passages(instructions: str) -> str:
+    """`instructions` for writing from numbered passages instead of searching."""
+    return f"{instructions.rstrip()}\n{FROM_PASSAGES_RULES}"
+
+
+PASSAGE_CHARS = 6_000  # of each page's main text: five pages stay well inside any model's context
+
+
+def searched_question(question: str, passages: Sequence[tuple[str, str, str]]) -> str:
+    """The question and the pages read for it, each `(title, url, text)` numbered from 1."""
+    blocks = [f"[{n}] {title}\n{url}\n{text[:PASSAGE_CHARS]}" for n, (title, url, text) in enumerate(passages, start=1)]
+    return f"Question: {question}\n\nPassages:\n\n" + "\n\n".join(blocks)
 
 
 def with_today(instructions: str, today: date) -> str:

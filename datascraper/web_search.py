@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from datetime import date
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from datascraper import prompts
 from datascraper.errors import ResearchError, UpstreamTimeout
@@ -25,13 +25,16 @@ from datascraper.schemas import ChatTurn, DeltaEvent, ModelUsage, Source, UsageL
 
 
 class WebSearchResult(BaseModel):
-    """What one web-searched answer produced. `complete` is false when the stream broke off."""
+    """What one web-searched answer produced. `complete` is false when the stream broke off. `pages` holds
+    the text of the cited pages the app read itself (a search API's results), by URL: the citation check
+    reads them there instead of fetching them again."""
 
     text: str
     sources: list[Source]
     usage: ModelUsage
     model: str
     complete: bool
+    pages: dict[str, str] = Field(default_factory=dict)
 
 
 class WebSearchStream:

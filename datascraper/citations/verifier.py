@@ -59,14 +59,17 @@ async def verify_citations(
     *,
     config: ResearchConfig,
     time_limit_s: float,
+    read_already: Mapping[str, str] | None = None,
 ) -> Verification:
     """Check every marker of `answer` that names one of `sources`; `market` holds the evidence of the
-    market-data and filing sources by number (a filing cited for its words: the passage read from it)."""
+    market-data and filing sources by number (a filing cited for its words: the passage read from it);
+    `read_already` the text of web pages read during the research (a search API's results), by URL, which
+    are not fetched again."""
     started = time.monotonic()
     by_number = {source.n: source for source in sources}
     claims = [claim for claim in cited_claims(answer) if claim.n in by_number]
     urls = list(dict.fromkeys(by_number[claim.n].url for claim in claims if by_number[claim.n].kind == "web"))
-    pages = await read_pages(urls, config=config, time_limit_s=time_limit_s)
+    pages = await read_pages(urls, config=config, time_limit_s=time_limit_s, read_already=read_already or {})
     verification = Verification(pages=len(urls))
     for claim in claims:
         source = by_number[claim.n]
@@ -91,9 +94,14 @@ async def verify_citations(
 
 
 async def read_pages(
-    urls: Sequence[str], *, config: ResearchConfig, time_limit_s: float
+    urls: Sequence[str],
+    *,
+    config: ResearchConfig,
+    time_limit_s: float,
+    read_already: Mapping[str, str] | None = None,
 ) -> dict[str, SourceText | PageUnreachable]:
-    """Each URL's page, read and indexed once, or why it could not be (`deadline` when time ran out)."""
+    """Each URL's page, read and indexed once, or why it could not be (`deadline` when time ran out); a page
+    in `read_already` (its text, by URL) is indexed from that text, not fetched."""
     if not urls:
         return {}
     fetcher = PageFetcher(
@@ -104,6 +112,8 @@ async def read_pages(
     limiter = asyncio.Semaphore(config.citation_fetch_concurrency)
 
     async def read(url: str) -> SourceText:
+        if read_already and url in read_already:
+            return await asyncio.to_thread(SourceText, read_already[url])
         async with limiter:
             page = await fetcher.fetch(url)
         try:

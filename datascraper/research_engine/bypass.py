@@ -29,6 +29,7 @@ from datascraper.research_engine.periods.as_of import as_of_text
 from datascraper.research_engine.source_types import SourceClassifier
 from datascraper.research_engine.state import PlannedStep, RunState
 from datascraper.schemas import DeltaEvent, PlanEvent, ResearchEvent, Source, SourcesEvent, StatusEvent, StepEvent
+from datascraper.search.answer import SearchedAnswer, web_answer
 from datascraper.web_search import WebSearchStream
 
 logger = logging.getLogger(__name__)
@@ -36,12 +37,13 @@ logger = logging.getLogger(__name__)
 QUOTE_STEP_ID = "q1"
 
 
-def one_search(state: RunState) -> WebSearchStream:
+def one_search(state: RunState) -> WebSearchStream | SearchedAnswer:
     """The run's single web search: the question as asked, with the conversation."""
-    return WebSearchStream(
+    return web_answer(
         state.query.question,
+        instructions=prompts.QUICK_ANSWER_INSTRUCTIONS,
         history=state.query.history,
-        model=state.config.research_model,
+        config=state.config,
         ledger=state.ledger,
         today=state.today,
     )
@@ -143,6 +145,7 @@ async def answer_with_one_search(
         state.clock.add("synthesizing", started)
     state.answer = stream.result.text
     state.sources = stream.result.sources
+    state.pages = stream.result.pages
     # Publisher and date, as research sources carry them (no evidence confidence on this path).
     annotate_sources(state.sources, SourceClassifier(), state.today)
 

@@ -175,7 +175,8 @@ def annotate_sources(sources: Iterable[Source], classifier: SourceClassifier, to
         if source.kind != "web" or source.domain_type is not None:
             continue
         source.domain_type = classifier.domain_type(source.url)
-        source.published = published_from_url(source.url, today)
+        # A search API may give the day itself; else it is read from the address.
+        source.published = source.published or published_from_url(source.url, today)
 
 
 def assess(

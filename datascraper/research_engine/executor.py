@@ -38,7 +38,7 @@ from datascraper.schemas import (
     UsageLedger,
     is_filing_data,
 )
-from datascraper.web_search import WebSearchStream
+from datascraper.search.answer import web_answer
 
 logger = logging.getLogger(__name__)
 
@@ -159,10 +159,10 @@ async def answer_sub_question(
     else:
         emit(StepEvent(sub_question_id=step.id, state="started", route="web_search"))
 
-    search = WebSearchStream(
+    search = web_answer(
         step.question,
         instructions=prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
-        model=config.research_model,
+        config=config,
         ledger=ledger,
         today=today,
     )
@@ -181,6 +181,7 @@ async def answer_sub_question(
         route="web_search",
         text=result.text,
         sources=result.sources,
+        pages=result.pages,
         fallback_reason=attempt.fallback_reason,
         elapsed_ms=_ms(started),
     )

@@ -269,7 +269,12 @@ async def verify(state: RunState) -> Verification | None:
     time_limit_s = min(state.config.citation_verify_timeout_s, state.deadline.remaining())
     try:
         return await verify_citations(
-            state.answer, state.sources, market_evidence(state), config=state.config, time_limit_s=time_limit_s
+            state.answer,
+            state.sources,
+            market_evidence(state),
+            config=state.config,
+            time_limit_s=time_limit_s,
+            read_already=state.pages_read(),
         )
     except Exception:
         logger.exception("Citation verification failed; the answer is left unverified.")

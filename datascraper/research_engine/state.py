@@ -122,6 +122,9 @@ class Finding(BaseModel):
     # Each ticker's fiscal calendar, as its statements showed it: how its periods are named.
     fiscal_calendars: dict[str, FiscalCalendar] = Field(default_factory=dict)
     fallback_reason: str | None = None  # why market data gave way to a web search
+    # The text of the cited pages the app read itself (a search API's results), by URL: the citation
+    # check reads them here instead of fetching them again.
+    pages: dict[str, str] = Field(default_factory=dict)
     error: str | None = None  # the error code of a failed sub-question
     elapsed_ms: int = 0
 
@@ -270,6 +273,8 @@ class RunState:
     charts: list[ChartEvent] = field(default_factory=list)  # drawn from the market data, sent before the answer
     citations_dropped: int = 0
     market_payloads: list[dict] = field(default_factory=list)  # the quote of a fast-path answer
+    # The quick answer's cited pages the app read itself (a search API's results), by URL, for the check.
+    pages: dict[str, str] = field(default_factory=dict)
     deadline: Deadline = field(init=False)  # starts with the state, from `config.run_timeout_s`
 
     def __post_init__(self) -> None:
@@ -289,6 +294,10 @@ class RunState:
     def token_budget_spent(self) -> bool:
         budget = self.config.max_tokens_per_run
         return budget is not None and self.tokens_used >= budget
+
+    def pages_read(self) -> dict[str, str]:
+        """The text of the pages the run read itself to write from (a search API's results), by URL."""
+        return {**self.pages, **{url: text for finding in self.findings for url, text in finding.pages.items()}}
 
 
 def today_in(timezone: str | None) -> date:

@@ -23,6 +23,7 @@ from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
 from tests.fakes.openai_server import NO_CREDIT, JsonReply, wants_structured_output
 from tests.fakes.page_server import FakePageServer, article
+from tests.fakes.searxng_server import FakeSearxng, searx_result
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
 
@@ -220,3 +221,44 @@ def test_the_sec_check_says_every_process_shares_the_budget_through_redis(
     assert (
         "SEC budget 10 requests per 2 s, shared through Redis by every process" in lines_by_name(output)["SEC filings"]
     )
+
+
+@pytest.fixture
+def searx() -> Iterator[FakeSearxng]:
+    with FakeSearxng() as server:
+        server.results = [searx_result("https://www.sec.gov/edgar/search/", "EDGAR Full Text Search")]
+        yield server
+
+
+def test_with_searxng_one_bounded_search_is_checked_instead_of_the_hosted_search(
+    provider, market_data, public_page, searx, research_env
+):
+    research_env(SEARCH_PROVIDER="searxng", SEARXNG_URL=searx.url)
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 0, output
+    assert lines["search provider"].startswith("✓") and "searxng found 1 result(s)" in lines["search provider"]
+    assert lines["web search"].startswith("-") and "SEARCH_PROVIDER=searxng" in lines["web search"]
+    assert [query["format"] for query in searx.queries] == [["json"]]
+    assert not any(request.has_web_search for request in provider.requests)
+
+
+def test_a_searxng_instance_without_the_json_format_fails_with_the_setting_to_change(
+    provider, market_data, public_page, searx, research_env
+):
+    research_env(SEARCH_PROVIDER="searxng", SEARXNG_URL=searx.url)
+    searx.formats = ("html",)
+
+    output, status = doctor("--page-url", public_page)
+
+    assert status == 1
+    assert lines_by_name(output)["search provider"].startswith("✗")
+    assert "fix: Add json to search.formats in the instance's settings.yml, then restart it." in output
+
+
+def test_with_the_hosted_search_the_search_provider_check_is_skipped(provider, market_data, public_page):
+    output, _ = doctor("--page-url", public_page)
+
+    assert lines_by_name(output)["search provider"].startswith("- search provider")

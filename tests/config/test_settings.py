@@ -67,7 +67,9 @@ def test_a_trusted_proxy_that_is_not_an_address_stops_the_app_at_start():
 def deploy_checks(**env: str) -> subprocess.CompletedProcess[str]:
     """`manage.py check --deploy` with production settings, failing on warnings."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
-    environment.update(DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(50), DJANGO_ALLOWED_HOSTS="example.com")
+    environment.update(
+        DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(50), DJANGO_ALLOWED_HOSTS="example.com"
+    )
     environment.update(env)
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
@@ -128,5 +130,20 @@ def test_an_unknown_provider_or_an_empty_model_stops_the_app_at_start_naming_the
     empty = load_settings(DJANGO_DEBUG="1", RESEARCH_MODEL="openai:")
 
     assert unknown.returncode != 0 and empty.returncode != 0
-    assert "ImproperlyConfigured: EVAL_JUDGE_MODEL='antropic:claude-sonnet-4-5' names an unknown provider 'antropic'" in unknown.stderr
+    assert (
+        "ImproperlyConfigured: EVAL_JUDGE_MODEL='antropic:claude-sonnet-4-5' names an unknown provider 'antropic'"
+        in unknown.stderr
+    )
     assert "ImproperlyConfigured: RESEARCH_MODEL='openai:' names no model" in empty.stderr
+
+
+def test_a_search_api_not_available_yet_stops_the_app_at_start_and_searxng_starts():
+    tavily = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="tavily")
+    searxng = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="searxng", SEARXNG_URL="http://localhost:8888")
+
+    assert tavily.returncode != 0
+    assert tavily.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: SEARCH_PROVIDER names 'tavily', which is not available yet: "
+        "use hosted or searxng."
+    )
+    assert searxng.returncode == 0, searxng.stderr
