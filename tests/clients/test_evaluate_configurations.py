@@ -129,7 +129,7 @@ def test_run_again_each_configuration_resumes_its_own_folder(
             ["a=a.env", "b=b.env"],
             r"b\.env: it sets OPENAI_BASE_URL, which the judge \(gpt-5\.4\) reads too, to another value",
         ),
-        ({"a": "", "b": "OPENAI_API_KEY=sk-other"}, ["a=a.env", "b=b.env"], r"it sets OPENAI_API_KEY, which the judge"),
+        ({"a": "", "b": "OPENAI_API_KEY=test-key-other"}, ["a=a.env", "b=b.env"], r"it sets OPENAI_API_KEY, which the judge"),
     ],
 )
 def test_a_configuration_that_cannot_run_is_refused_by_name_before_anything_runs(
@@ -143,7 +143,7 @@ def test_a_configuration_that_cannot_run_is_refused_by_name_before_anything_runs
     with pytest.raises(CommandError, match=message) as refused:
         evaluate(str(question_set), "--out", str(out), *arguments)
 
-    assert "sk-other" not in str(refused.value)
+    assert "test-key-other" not in str(refused.value)
     assert not fake_openai.requests and not out.exists()
 
 

@@ -94,7 +94,7 @@ def test_doctor_reports_a_retired_model_as_its_own_check_instead_of_refusing_to_
         "5",
         "--page-url",
         f"{NOT_LISTENING}/about",
-        OPENAI_API_KEY="sk-test-fresh",
+        OPENAI_API_KEY="test-key-fresh-clone",
         OPENAI_BASE_URL=fake_openai.base_url,
         RESEARCH_MODEL="gpt-5.2-chat-latest",
     )

@@ -101,7 +101,7 @@ def test_the_comparison_shows_configurations_side_by_side_in_markdown_and_its_fi
 
 
 def test_a_keys_value_is_never_shown(tmp_path: Path) -> None:
-    secret = configuration("a", OPENAI_API_KEY="sk-live-secret", TAVILY_API_KEY="tvly-secret", RESEARCH_MAX_ITERATIONS="2")
+    secret = configuration("a", OPENAI_API_KEY="placeholder-secret-a", TAVILY_API_KEY="placeholder-secret-b", RESEARCH_MAX_ITERATIONS="2")
     figures = configuration_figures(secret, COMPLETED, [typed("a", "statement")], questions=1)
 
     write_comparison(tmp_path, Comparison(question_set="s.jsonl", questions=1, judge_model=None, configurations=[figures]))

@@ -9,7 +9,7 @@ import pytest
 
 from datascraper.evaluation.configurations import ConfigurationInvalid, judge_endpoint, read_configurations
 
-HERE = {"OPENAI_API_KEY": "sk-here", "OPENAI_BASE_URL": "https://api.openai.com/v1", "RESEARCH_MODEL": "gpt-5.4"}
+HERE = {"OPENAI_API_KEY": "test-key-here", "OPENAI_BASE_URL": "https://api.openai.com/v1", "RESEARCH_MODEL": "gpt-5.4"}
 
 
 def files(tmp_path: Path, **texts: str) -> list[str]:
