@@ -123,8 +123,9 @@ class Finding(BaseModel):
     fiscal_calendars: dict[str, FiscalCalendar] = Field(default_factory=dict)
     fallback_reason: str | None = None  # why market data gave way to a web search
     # The text of the cited pages the app read itself (a search API's results), by URL: the citation
-    # check reads them here instead of fetching them again.
-    pages: dict[str, str] = Field(default_factory=dict)
+    # check reads them here instead of fetching them again. Kept in memory only, never in the checkpoint
+    # (up to five pages' text per sub-question, stored again every round): a resumed run fetches them.
+    pages: dict[str, str] = Field(default_factory=dict, exclude=True)
     error: str | None = None  # the error code of a failed sub-question
     elapsed_ms: int = 0
 
