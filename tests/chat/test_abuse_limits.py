@@ -72,7 +72,7 @@ async def test_new_sessions_from_one_address_are_limited(live_server_url, limits
         responses = [await browser.post("/api/conversations", json={}) for browser in browsers]
 
     assert [r.status_code for r in responses[:2]] == [201, 201]
-    assert assert_refused(responses[2], "rate_limited") > 60  # the window is an hour
+    assert assert_refused(responses[2], "rate_limited") <= 3600  # a fixed window of an hour, its start per key
     assert "sessionid" not in responses[2].cookies
     assert await session_rows() == 2
     assert await Conversation.objects.acount() == 2

@@ -60,7 +60,8 @@ def test_wrong_passwords_from_one_address_lock_that_address_out(staff: str) -> N
     elsewhere = log_in("ops", PASSWORD, address="203.0.113.9")
 
     assert [r.status_code for r in guesses] == [200, 200, 200]
-    assert assert_locked_out(locked, "from your address") > 60  # the window is an hour
+    # django-ratelimit's windows are fixed (their start offset per key), so the time left is anywhere in the hour
+    assert assert_locked_out(locked, "from your address") <= 3600
     assert elsewhere.status_code == 302
 
 
