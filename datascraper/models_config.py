@@ -59,6 +59,14 @@ class ResearchConfig(BaseModel):
 
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
+    # The other model providers (`datascraper.providers`): each key and base URL as its SDK takes them
+    # (CONTRACT: the Anthropic and Gemini hosts alone; a compatible server's URL ends in /v1).
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    gemini_api_key: SecretStr | None = None
+    gemini_base_url: str | None = None
+    openai_compatible_base_url: str | None = None
+    openai_compatible_api_key: SecretStr | None = None
     # Live models with no shutdown announced (docs/providers.md says how they were chosen and are checked):
     # a small, fast reasoning model plans; a current model with the hosted web search researches and writes.
     # Each is kept as its label (`ModelRef.label`): `openai:gpt-5.4` and `gpt-5.4` are both `gpt-5.4`.
@@ -116,6 +124,12 @@ class ResearchConfig(BaseModel):
     # API whose pages the citation fetcher reads; SEARXNG_URL is the instance's root.
     search_provider: SearchProviderName = "hosted"
     searxng_url: str | None = None
+    tavily_api_key: SecretStr | None = None
+    tavily_base_url: str | None = None
+    brave_api_key: SecretStr | None = None
+    brave_base_url: str | None = None
+    exa_api_key: SecretStr | None = None
+    exa_base_url: str | None = None
 
     @field_validator(*MODEL_SETTINGS, mode="after")
     @classmethod
@@ -162,6 +176,12 @@ class ResearchConfig(BaseModel):
         fields: dict[str, object] = {
             "openai_api_key": pick("OPENAI_API_KEY"),
             "openai_base_url": pick("OPENAI_BASE_URL"),
+            "anthropic_api_key": pick("ANTHROPIC_API_KEY"),
+            "anthropic_base_url": pick("ANTHROPIC_BASE_URL"),
+            "gemini_api_key": pick("GEMINI_API_KEY"),
+            "gemini_base_url": pick("GEMINI_BASE_URL"),
+            "openai_compatible_base_url": pick("OPENAI_COMPATIBLE_BASE_URL"),
+            "openai_compatible_api_key": pick("OPENAI_COMPATIBLE_API_KEY"),
             "planner_model": pick("RESEARCH_PLANNER_MODEL"),
             "research_model": pick("RESEARCH_MODEL"),
             "eval_judge_model": pick("EVAL_JUDGE_MODEL"),
@@ -190,6 +210,12 @@ class ResearchConfig(BaseModel):
             "citation_fetch_allow_private": pick("CITATION_FETCH_ALLOW_PRIVATE"),
             "search_provider": pick("SEARCH_PROVIDER"),
             "searxng_url": pick("SEARXNG_URL"),
+            "tavily_api_key": pick("TAVILY_API_KEY"),
+            "tavily_base_url": pick("TAVILY_BASE_URL"),
+            "brave_api_key": pick("BRAVE_API_KEY"),
+            "brave_base_url": pick("BRAVE_BASE_URL"),
+            "exa_api_key": pick("EXA_API_KEY"),
+            "exa_base_url": pick("EXA_BASE_URL"),
             "confidence_threshold": pick("RESEARCH_CONFIDENCE_THRESHOLD"),
             "confidence_weights": pick("RESEARCH_CONFIDENCE_WEIGHTS"),
         }
