@@ -29,6 +29,10 @@ class ProviderNotConfigured(ResearchError):
     code = "provider_not_configured"
     default_message = "The answering model is not configured: set OPENAI_API_KEY."
 
+    @classmethod
+    def missing(cls, setting: str) -> ProviderNotConfigured:
+        return cls(f"The answering model is not configured: set {setting}.")
+
 
 class ProviderNotAvailable(ProviderNotConfigured):
     """A model setting names a provider of the contract that this version does not implement yet. Refused as

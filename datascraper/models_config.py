@@ -11,13 +11,21 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from datascraper.model_ref import ModelRef, parse_model
+from datascraper.model_ref import ModelRef, ProviderName, parse_model
 
 # The settings that choose a model, by field: each takes `provider:model` (`datascraper.model_ref`).
 MODEL_SETTINGS: dict[str, str] = {
     "planner_model": "RESEARCH_PLANNER_MODEL",
     "research_model": "RESEARCH_MODEL",
     "eval_judge_model": "EVAL_JUDGE_MODEL",
+}
+
+# What each model provider cannot answer without: the field and the variable that sets it.
+PROVIDER_REQUIREMENT: dict[ProviderName, tuple[str, str]] = {
+    "openai": ("openai_api_key", "OPENAI_API_KEY"),
+    "anthropic": ("anthropic_api_key", "ANTHROPIC_API_KEY"),
+    "google": ("gemini_api_key", "GEMINI_API_KEY"),
+    "openai-compatible": ("openai_compatible_base_url", "OPENAI_COMPATIBLE_BASE_URL"),
 }
 
 # `hosted`: the research model's own search tool; the others are search APIs (`datascraper.search`).
@@ -161,9 +169,23 @@ class ResearchConfig(BaseModel):
             return "EVAL_JUDGE_MODEL"
         return None
 
+    def provider_configured(self, provider: ProviderName) -> bool:
+        """Whether `provider`'s key (its address, for a compatible server) is set."""
+        value = getattr(self, PROVIDER_REQUIREMENT[provider][0])
+        return bool(value.get_secret_value() if isinstance(value, SecretStr) else value)
+
+    @property
+    def missing_setting(self) -> str | None:
+        """The first variable the planner's and the research model's providers need that is not set."""
+        for _, ref in self.model_settings()[:2]:
+            if not self.provider_configured(ref.provider):
+                return PROVIDER_REQUIREMENT[ref.provider][1]
+        return None
+
     @property
     def is_configured(self) -> bool:
-        return self.openai_api_key is not None and bool(self.openai_api_key.get_secret_value())
+        """Whether a question can be answered: the planner's and the research model's providers are set."""
+        return self.missing_setting is None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ResearchConfig:

@@ -87,8 +87,8 @@ async def run_research(
     yields a `SourcesEvent` with the sources so far, so the partial answer can be stored with them.
     """
     config = config or get_research_config()
-    if not config.is_configured:
-        raise ProviderNotConfigured()
+    if config.missing_setting is not None:
+        raise ProviderNotConfigured.missing(config.missing_setting)
     state = RunState(query=query, config=config, today=today_in(query.timezone))
     try:
         if resume_from is None:

@@ -30,11 +30,11 @@ def get_openai_client() -> AsyncOpenAI:
     """
     global _client, _client_loop
     config = get_research_config()
-    if not config.is_configured:
-        raise ProviderNotConfigured()
+    if not config.provider_configured("openai"):
+        raise ProviderNotConfigured.missing("OPENAI_API_KEY")
     loop = _running_loop()
     if _client is None or _client_loop is not loop:
-        assert config.openai_api_key is not None  # is_configured checked it
+        assert config.openai_api_key is not None  # provider_configured checked it
         _client = AsyncOpenAI(
             api_key=config.openai_api_key.get_secret_value(),
             base_url=config.openai_base_url,
