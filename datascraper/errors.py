@@ -75,6 +75,21 @@ class SearchProviderNotAvailable(ProviderNotAvailable):
         self.provider = provider
 
 
+class HostedSearchUnavailable(ProviderNotAvailable):
+    """SEARCH_PROVIDER=hosted with a research model whose provider has no hosted web search (a Chat
+    Completions server): every web search would fail, so the process refuses to start on it."""
+
+    def __init__(self, setting: str | None, provider: str) -> None:
+        ProviderNotConfigured.__init__(
+            self,
+            f"SEARCH_PROVIDER=hosted needs a research model with its provider's own web search, and "
+            f"{setting or 'RESEARCH_MODEL'} names the provider '{provider}', which has none: set SEARCH_PROVIDER "
+            f"to a search API (searxng).",
+        )
+        self.setting = setting
+        self.provider = provider
+
+
 class UpstreamRateLimited(ResearchError):
     code = "rate_limited"
     default_message = "The model provider is rate limiting requests; try again shortly."
@@ -114,6 +129,16 @@ class NothingFound(UpstreamError):
     failure for the user (the contract's codes), with its own message."""
 
     default_message = "The web search found no page that could be read."
+
+
+class ModelsNotListed(UpstreamError):
+    """The server has no model list (`GET /v1/models` answered 404): the configured models cannot be checked
+    against it. Nothing else is wrong with it; runs go on."""
+
+    default_message = (
+        "The OpenAI-compatible server at OPENAI_COMPATIBLE_BASE_URL does not list its models (GET /v1/models "
+        "answered 404): the configured models cannot be checked."
+    )
 
 
 class DeadlineExceeded(ResearchError):

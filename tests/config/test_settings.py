@@ -121,7 +121,7 @@ def test_a_model_of_a_provider_not_available_yet_stops_the_app_at_start_naming_t
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
         "django.core.exceptions.ImproperlyConfigured: RESEARCH_PLANNER_MODEL names the provider 'anthropic', which is not available yet: "
-        "use openai (a model without a prefix is openai's)."
+        "use openai or openai-compatible (a model without a prefix is openai's)."
     )
 
 
@@ -145,5 +145,22 @@ def test_a_search_api_not_available_yet_stops_the_app_at_start_and_searxng_start
     assert tavily.stderr.strip().splitlines()[-1] == (
         "django.core.exceptions.ImproperlyConfigured: SEARCH_PROVIDER names 'tavily', which is not available yet: "
         "use hosted or searxng."
+    )
+    assert searxng.returncode == 0, searxng.stderr
+
+
+def test_hosted_search_with_a_compatible_research_model_stops_the_app_at_start_and_a_search_api_starts():
+    local = {
+        "RESEARCH_MODEL": "openai-compatible:qwen2.5:14b",
+        "OPENAI_COMPATIBLE_BASE_URL": "http://localhost:11434/v1",
+    }
+    hosted = load_settings(DJANGO_DEBUG="1", **local)
+    searxng = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="searxng", SEARXNG_URL="http://localhost:8888", **local)
+
+    assert hosted.returncode != 0
+    assert hosted.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: SEARCH_PROVIDER=hosted needs a research model with its "
+        "provider's own web search, and RESEARCH_MODEL names the provider 'openai-compatible', which has none: set "
+        "SEARCH_PROVIDER to a search API (searxng)."
     )
     assert searxng.returncode == 0, searxng.stderr
