@@ -10,6 +10,7 @@ import pytest
 
 from datascraper.errors import (
     HostedSearchUnavailable,
+    ModelRefused,
     ModelsNotListed,
     ModelUnavailable,
     ProviderAuthFailed,
@@ -26,12 +27,13 @@ from datascraper.plan_schemas import QueryAnalysis
 from datascraper.providers.lifecycle import check_models
 from datascraper.providers.registry import provider_for
 from datascraper.providers.structured import parse_structured
+from datascraper.providers.warm_up import warm_up_models
 from datascraper.schemas import ModelUsage, UsageLedger
 from datascraper.search.registry import require_available
 from datascraper.web_search import WebSearchStream
 from tests.fakes.chat_completions_fixtures import LOCAL_MODEL
 from tests.fakes.chat_completions_server import ChatRequest, FakeChatCompletionsServer
-from tests.fakes.openai_replies import ErrorReply, JsonReply, RawReply, TextReply, Usage
+from tests.fakes.openai_replies import ErrorReply, JsonReply, RawReply, RefusalReply, TextReply, Usage
 
 PLAN = {"needs_decomposition": False, "sub_questions": []}
 LABEL = LOCAL_MODEL
@@ -109,6 +111,22 @@ async def test_a_prompted_answer_still_invalid_after_its_one_repair_is_named(fak
 
     assert raised.value.code == "invalid_model_output"
     assert len(chat_requests(fake_compatible)) == 3  # refused json_schema, the prompted answer, ONE repair
+
+
+async def test_a_refusal_instead_of_the_json_is_the_models_refusal(fake_compatible):
+    fake_compatible.script(RefusalReply("I can't help with that."))
+
+    with pytest.raises(ModelRefused) as raised:
+        await plan()
+
+    assert raised.value.message == "I can't help with that."
+
+
+async def test_warming_up_builds_the_formats_and_sends_nothing(fake_compatible, caplog):
+    await warm_up_models()
+
+    assert fake_compatible.requests == []
+    assert "not warmed up" not in caplog.text
 
 
 async def test_another_bad_request_is_not_taken_for_a_refused_json_schema(fake_compatible):

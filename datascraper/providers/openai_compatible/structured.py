@@ -47,11 +47,6 @@ def response_format(schema: type[BaseModel]) -> dict[str, Any]:
     return dict(built)
 
 
-def prompted_mode(base_url: str, model: str) -> bool:
-    """Whether this server's structured calls for `model` ask for JSON in the prompt (it refused json_schema)."""
-    return (base_url, model) in _PROMPTED
-
-
 class JsonSchemaRefused(Exception):
     """The server refused the `json_schema` response format (400 or 422 naming it)."""
 
