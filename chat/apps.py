@@ -8,14 +8,13 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Refuse to start on bad RESEARCH_* settings, a model whose provider is not available, or a
-        SEARCH_PROVIDER not available yet, rather than fail every run later."""
+        """Refuse to start on bad RESEARCH_* settings (an unknown SEARCH_PROVIDER among them) or a model whose
+        provider is not available, rather than fail every run later."""
         import chat.checks  # noqa: F401  registers the models' lifecycle check
         from datascraper.errors import ProviderNotAvailable
         from datascraper.model_ref import ModelSettingInvalid
         from datascraper.models_config import get_research_config
         from datascraper.providers.registry import require_available
-        from datascraper.search import registry as search_registry
 
         try:
             config = get_research_config()
@@ -23,7 +22,6 @@ class ChatConfig(AppConfig):
             raise ImproperlyConfigured(_settings_error(exc, ModelSettingInvalid)) from None
         try:
             require_available(config)
-            search_registry.require_available(config)
         except ProviderNotAvailable as exc:
             raise ImproperlyConfigured(exc.message) from None
 
