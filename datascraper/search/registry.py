@@ -16,7 +16,7 @@ from datascraper.search.exa import ExaSearch
 from datascraper.search.searxng import SearxngSearch
 from datascraper.search.tavily import TavilySearch
 
-SEARCH_APIS: dict[SearchProviderName, Callable[[ResearchConfig], SearchProvider]] = {
+_SEARCH_APIS: dict[SearchProviderName, Callable[[ResearchConfig], SearchProvider]] = {
     "searxng": lambda config: SearxngSearch(config.searxng_url, max_retries=config.max_retries),
     "tavily": lambda config: TavilySearch(
         config.tavily_api_key, config.tavily_base_url, max_retries=config.max_retries
@@ -30,4 +30,4 @@ def search_provider(config: ResearchConfig) -> SearchProvider | None:
     """The configured search API; None for `hosted`."""
     if config.search_provider == "hosted":
         return None
-    return SEARCH_APIS[config.search_provider](config)
+    return _SEARCH_APIS[config.search_provider](config)

@@ -21,7 +21,7 @@ from datascraper.errors import (
 )
 from datascraper.models_config import ResearchConfig
 from datascraper.schemas import Source
-from datascraper.search import tavily
+from datascraper.search import brave, tavily
 from datascraper.search.base import SearchProvider
 from datascraper.search.brave import BraveSearch
 from datascraper.search.exa import ExaSearch
@@ -185,10 +185,12 @@ async def test_brave_drops_its_highlight_marks_and_reads_a_calendar_age_when_the
         )
 
     assert (found.title, found.snippet) == ("Apple results", "Revenue rose")
-    from datascraper.search.brave import _results
-
-    [aged] = _results({"type": "search", "web": {"results": [{"url": "https://b.example", "age": "June 12, 2025"}]}})
-    [relative] = _results({"type": "search", "web": {"results": [{"url": "https://c.example", "age": "2 days ago"}]}})
+    [aged] = brave._results(
+        {"type": "search", "web": {"results": [{"url": "https://b.example", "age": "June 12, 2025"}]}}
+    )
+    [relative] = brave._results(
+        {"type": "search", "web": {"results": [{"url": "https://c.example", "age": "2 days ago"}]}}
+    )
     assert (aged.published, relative.published) == (JUNE_12, None)
 
 
