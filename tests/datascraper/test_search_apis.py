@@ -350,7 +350,10 @@ async def test_a_sub_question_is_written_from_the_pages_the_api_found_and_checke
     [verification] = of_type(events, "verification")
     assert [(check.n, check.status) for check in verification.citations] == [(1, "supported")]
     assert page_server.hits == {"/apple-results": 1, "/apple-outlook": 1, "/gone": 1}
-    assert summary_of(events).answer.startswith("Apple's fiscal 2024 revenue was $391.04 billion [1].")
+    summary = summary_of(events)
+    assert summary.answer.startswith("Apple's fiscal 2024 revenue was $391.04 billion [1].")
+    assert summary.usage.search_calls == {api.name: 1}
+    assert all(usage.web_search_calls == 0 for usage in summary.usage.by_model.values())
 
 
 async def test_a_rejected_search_key_ends_the_run_naming_the_setting(
@@ -366,5 +369,6 @@ async def test_a_rejected_search_key_ends_the_run_naming_the_setting(
     _, error = await run_until_error(QUESTION, mode="research")
 
     assert isinstance(error, SearchAuthFailed) and api.key_setting in error.message
+    assert error.summary is not None and error.summary.usage.search_calls == {}  # a refused search is not billed
     assert len(fake.requests) == 1
     assert requests_of(fake_openai, writes_from_passages) == []

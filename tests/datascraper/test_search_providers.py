@@ -127,7 +127,9 @@ async def test_a_quick_answer_is_written_from_the_pages_searxng_found_and_checke
     [verification] = of_type(events, "verification")
     assert [(check.n, check.status) for check in verification.citations] == [(1, "supported")]
     assert page_server.hits["/apple-results"] == 1
-    assert summary_of(events).answer == "Apple reported revenue of $391.04 billion for fiscal 2024 [1]."
+    summary = summary_of(events)
+    assert summary.answer == "Apple reported revenue of $391.04 billion for fiscal 2024 [1]."
+    assert summary.usage.search_calls == {"searxng": 1}  # the quick answer's one search, counted
 
 
 async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question(fake_openai, searching, searx, page_server):
