@@ -212,7 +212,8 @@ async def test_a_wrong_key_is_named_with_the_setting_to_change_and_not_retried(a
 @pytest.mark.parametrize("api", [a for a in APIS if a.name != "brave"], ids=["tavily", "exa"])
 async def test_an_account_out_of_credit_is_named_and_not_retried(api: Api):
     with api.fake() as fake:
-        fake.quota_exhausted = True  # type: ignore[attr-defined]
+        assert isinstance(fake, FakeTavily | FakeExa)  # the fakes that answer an exhausted account
+        fake.quota_exhausted = True
         with pytest.raises(SearchQuotaExceeded) as raised:
             await api.search(fake, max_retries=2).search(QUESTION, limit=5, timeout_s=5)
 
