@@ -8,8 +8,9 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Refuse to start on bad RESEARCH_* settings, a model whose provider is not available, or a
-        SEARCH_PROVIDER not available yet, rather than fail every run later."""
+        """Refuse to start on bad RESEARCH_* settings (an unknown SEARCH_PROVIDER among them), a model whose
+        provider is not available, or hosted search with a research model that has none, rather than fail every
+        run later."""
         import chat.checks  # noqa: F401  registers the models' lifecycle check
         from datascraper.errors import ProviderNotAvailable
         from datascraper.model_ref import ModelSettingInvalid

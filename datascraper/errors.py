@@ -64,17 +64,6 @@ class SearchFormatRefused(ProviderNotConfigured):
     )
 
 
-class SearchProviderNotAvailable(ProviderNotAvailable):
-    """SEARCH_PROVIDER names a search API of the contract that this version does not implement yet."""
-
-    def __init__(self, provider: str, available: tuple[str, ...]) -> None:
-        ProviderNotConfigured.__init__(
-            self, f"SEARCH_PROVIDER names '{provider}', which is not available yet: use {' or '.join(available)}."
-        )
-        self.setting = "SEARCH_PROVIDER"
-        self.provider = provider
-
-
 class HostedSearchUnavailable(ProviderNotAvailable):
     """SEARCH_PROVIDER=hosted with a research model whose provider has no hosted web search (a Chat
     Completions server): every web search would fail, so the process refuses to start on it."""
@@ -164,6 +153,20 @@ class ProviderQuotaExceeded(ResearchError):
 
     code = "provider_quota_exceeded"
     default_message = "The model provider's account has no credit left: check the plan and billing of OPENAI_API_KEY."
+
+
+class SearchAuthFailed(ProviderAuthFailed):
+    """A search API refused its key (missing, wrong or revoked): every search would be refused alike."""
+
+    def __init__(self, api: str, setting: str) -> None:
+        super().__init__(f"{api} rejected the configured key: check {setting}.")
+
+
+class SearchQuotaExceeded(ProviderQuotaExceeded):
+    """A search API's account is out of credit or over its plan's limit: waiting within a run does not help."""
+
+    def __init__(self, api: str, setting: str) -> None:
+        super().__init__(f"{api} refused the search: the account of {setting} has no credit or plan usage left.")
 
 
 class ModelUnavailable(ResearchError):

@@ -177,12 +177,18 @@ class ModelUsage(BaseModel):
 
 
 class UsageLedger(BaseModel):
-    """Usage of one run, by model name."""
+    """Usage of one run: by model name, and the search API calls by search provider (`SEARCH_PROVIDER`),
+    which are billed per search as the hosted tool's are (those are the research model's `web_search_calls`)."""
 
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
+    search_calls: dict[str, int] = Field(default_factory=dict)
 
     def record(self, model: str, usage: ModelUsage) -> None:
         self.by_model.setdefault(model, ModelUsage()).add(usage)
+
+    def record_search(self, provider: str) -> None:
+        """One search a search API answered (a refused or failed attempt is not counted)."""
+        self.search_calls[provider] = self.search_calls.get(provider, 0) + 1
 
     @property
     def calls(self) -> int:
