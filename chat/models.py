@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from chat.schedules import MAX_CRON_CHARS
+
 
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -193,7 +195,7 @@ class Watchlist(models.Model):
     session_key = models.CharField(max_length=64, null=True, blank=True, db_index=True)
     name = models.CharField(max_length=100)
     symbols = models.JSONField(default=list, help_text="Yahoo symbols, upper-case, each once.")
-    schedule = models.CharField(max_length=100, help_text="A 5-field cron expression, read in `timezone`.")
+    schedule = models.CharField(max_length=MAX_CRON_CHARS, help_text="A 5-field cron expression, read in `timezone`.")
     timezone = models.CharField(max_length=64, help_text="The IANA time zone the schedule is read in.")
     channels = models.JSONField(
         default=list,

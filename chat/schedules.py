@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterError, croniter
 
 CRON_FIELDS = 5
+MAX_CRON_CHARS = 100
 HORIZON = timedelta(days=400)  # more than a year: every day pattern and every change of the clocks
 # A wall-clock time the clocks skip is read later by the jump (an hour almost everywhere): firings are
 # held this long before being given out, so that they come in order.
@@ -76,6 +77,8 @@ class Schedule:
         if any(part[:1].lower() in ("h", "r") for field in fields for part in field.split(",")):
             raise InvalidSchedule(f"hashed (H) and random (R) fields are not supported; got {cron!r}")
         normalized = " ".join(fields)
+        if len(normalized) > MAX_CRON_CHARS:
+            raise InvalidSchedule(f"a cron expression of at most {MAX_CRON_CHARS} characters")
         if not croniter.is_valid(normalized, strict=True):
             raise InvalidSchedule(f"{cron!r} is not a valid cron expression")
         schedule = cls(normalized, zone_named(timezone))

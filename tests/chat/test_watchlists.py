@@ -155,11 +155,13 @@ def webhook(url: str, **fields: object) -> dict:
         ({"name": "   "}, "invalid_request", "name"),
         ({"schedule": "30 7 * *"}, "invalid_schedule", "schedule"),
         ({"schedule": "0 0 31 2 *"}, "invalid_schedule", "schedule"),
+        ({"schedule": "0 " + ",".join(["1-2"] * 40) + " * * *"}, "invalid_schedule", "schedule"),
         ({"timezone": "Mars/Olympus"}, "invalid_timezone", "timezone"),
         ({"schedule": "*/30 * * * *"}, "schedule_too_frequent", "schedule"),
         (webhook("ftp://93.184.215.14/x"), "invalid_channel", "channels.0.url"),
         (webhook("https://user:pass@93.184.215.14/x"), "invalid_channel", "channels.0.url"),
         (webhook(PUBLIC_HOOK, secret=""), "invalid_channel", "channels.0.secret"),
+        (webhook(PUBLIC_HOOK, secret="s" * 257), "invalid_channel", "channels.0.secret"),
         ({"channels": [{"type": "webhook", "url": PUBLIC_HOOK}]}, "invalid_channel", "channels.0.secret"),
         ({"channels": [{"type": "email", "to": "not an address"}]}, "invalid_channel", "channels.0.to"),
         ({"channels": [{"type": "sms", "to": "+33600000000"}]}, "invalid_channel", "channels.0"),
@@ -182,6 +184,7 @@ async def test_a_bad_field_is_a_400_with_its_code_naming_it_and_nothing_is_store
     assert response.status_code == 400
     error = error_of(response)
     assert error["code"] == code and named in error["message"]
+    assert SECRET not in response.text and "s" * 257 not in response.text
     assert await Watchlist.objects.acount() == 0
 
 
