@@ -42,15 +42,11 @@ class InvalidTimezone(ValueError):
 
 @dataclass(frozen=True)
 class TooClose:
-    """Two consecutive firings closer than the minimum interval."""
+    """Two consecutive firings closer than the minimum interval (local times), and the seconds between them."""
 
     first: datetime
     second: datetime
-
-    @property
-    def gap_s(self) -> int:
-        # Not `second - first`: two datetimes of one zone subtract as wall-clock times.
-        return round(self.second.timestamp() - self.first.timestamp())
+    gap_s: int
 
 
 def zone_named(name: str) -> ZoneInfo:
@@ -110,6 +106,8 @@ class Schedule:
     def closest_firings(self, minimum: timedelta, start: datetime) -> TooClose | None:
         """Two consecutive firings within a year of `start` closer than `minimum`, if any (the closest
         pair away from the clocks' changes, or the first such pair around one)."""
+        if minimum <= timedelta(0):
+            return None
         too_close = self._closest_wall_clock_pair(start)
         if too_close is not None and too_close.gap_s < minimum.total_seconds():
             return too_close
@@ -117,7 +115,8 @@ class Schedule:
             previous: datetime | None = None
             for instant in self.firings(change - minimum - _REORDER):
                 if previous is not None and instant - previous < minimum:
-                    return TooClose(previous.astimezone(self.zone), instant.astimezone(self.zone))
+                    gap_s = round((instant - previous).total_seconds())
+                    return TooClose(previous.astimezone(self.zone), instant.astimezone(self.zone), gap_s)
                 if instant > change + minimum + _REORDER:
                     break
                 previous = instant
@@ -141,8 +140,9 @@ class Schedule:
             pairs.append((day + times[-1], next_day + times[0]))
         if not pairs:
             return None
-        first, second = min(pairs, key=lambda pair: pair[1] - pair[0])
-        return TooClose(first.replace(tzinfo=self.zone), second.replace(tzinfo=self.zone))
+        first, second = min(pairs, key=lambda pair: pair[1] - pair[0])  # naive: as the wall clock counts
+        gap_s = round((second - first).total_seconds())
+        return TooClose(first.replace(tzinfo=self.zone), second.replace(tzinfo=self.zone), gap_s)
 
     def _firing_days(self, start: datetime) -> list[datetime]:
         """The days the schedule fires on in the coming horizon (midnights, naive)."""
