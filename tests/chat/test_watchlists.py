@@ -65,20 +65,23 @@ async def test_a_watchlist_is_created_with_its_symbols_normalised_and_its_next_f
     assert {symbol for symbol, _ in market_data.calls} == {"AAPL", "BRK-B", "MC.PA"}
 
 
-async def test_the_webhook_secret_is_stored_and_never_sent_back(api, market_data):  # noqa: F811
+async def test_the_webhook_secret_is_stored_and_never_sent_back_nor_logged(api, market_data, caplog):  # noqa: F811
+    caplog.set_level("DEBUG")
     created = await create(api)
     responses = [
         await api.get("/api/watchlists"),
         await api.get(f"/api/watchlists/{created['id']}"),
         await api.patch(f"/api/watchlists/{created['id']}", json={"name": "Renamed"}),
+        await api.post("/api/watchlists", json=new_watchlist(**webhook("http://127.0.0.1/hook"))),
     ]
 
     assert created["channels"] == [
         {"type": "webhook", "url": PUBLIC_HOOK, "secret_set": True},
         {"type": "email", "to": "analyst@example.com"},
     ]
-    for response in responses:
-        assert response.status_code == 200 and SECRET not in response.text
+    assert [response.status_code for response in responses] == [200, 200, 200, 400]
+    assert not [response for response in responses if SECRET in response.text]
+    assert caplog.records and SECRET not in caplog.text
     stored = await Watchlist.objects.aget(pk=created["id"])
     assert stored.channels[0]["secret"] == SECRET
 
