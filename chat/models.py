@@ -1,7 +1,7 @@
-"""Conversations, their messages, the research runs that answer them, and API keys.
+"""Conversations, their messages, the research runs that answer them, API keys, and watchlists.
 
-Every conversation belongs to one owner: a user (API key or logged-in session) or an anonymous browser
-session. Messages and runs are owned through their conversation.
+Every conversation and every watchlist belongs to one owner: a user (API key or logged-in session) or an
+anonymous browser session. Messages and runs are owned through their conversation.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from chat.schedules import MAX_CRON_CHARS
 
 
 class Conversation(models.Model):
@@ -179,3 +181,40 @@ class ApiKey(models.Model):
     @staticmethod
     def digest_of(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
+
+
+class Watchlist(models.Model):
+    """Symbols followed on a schedule, and where their briefs go (docs/briefs.md). The fields are checked
+    by chat.services.watchlist_input before they are stored; `next_run_at` is the schedule's next firing
+    (a UTC instant, chat.schedules), kept for the scheduler to come."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="watchlists"
+    )
+    session_key = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    name = models.CharField(max_length=100)
+    symbols = models.JSONField(default=list, help_text="Yahoo symbols, upper-case, each once.")
+    schedule = models.CharField(max_length=MAX_CRON_CHARS, help_text="A 5-field cron expression, read in `timezone`.")
+    timezone = models.CharField(max_length=64, help_text="The IANA time zone the schedule is read in.")
+    channels = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Where briefs go: {type: webhook, url, secret} or {type: email, to}. Secrets are never sent back.",
+    )
+    next_run_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, session_key__isnull=True)
+                | Q(user__isnull=True, session_key__isnull=False),
+                name="watchlist_has_exactly_one_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
