@@ -1,4 +1,4 @@
-"""Conversations, their messages, the research runs that answer them, API keys, and watchlists.
+"""Conversations, their messages, the research runs that answer them, API keys, watchlists and their briefs.
 
 Every conversation and every watchlist belongs to one owner: a user (API key or logged-in session) or an
 anonymous browser session. Messages and runs are owned through their conversation.
@@ -218,3 +218,63 @@ class Watchlist(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Brief(models.Model):
+    """One brief of a watchlist: what changed for its symbols between `since` and `until`, found by the data
+    tools, and the research run that wrote it up (none when nothing material changed). A scheduled brief
+    names its slot (`scheduled_for`, the schedule's firing it answers): one brief per watchlist per slot,
+    enforced by the unique constraint, whatever the number of processes that try to start it."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    watchlist = models.ForeignKey(Watchlist, on_delete=models.CASCADE, related_name="briefs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    scheduled_for = models.DateTimeField(null=True, blank=True, help_text="The schedule's firing; null: run on demand.")
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    changes = models.JSONField(default=list, blank=True, help_text="[{symbol, kind, summary, source}], as found.")
+    run = models.OneToOneField(
+        ResearchRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="brief"
+    )
+    answer = models.TextField(blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    error = models.JSONField(null=True, blank=True, help_text="{code, message} when the brief failed.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["watchlist", "scheduled_for"], name="one_brief_per_watchlist_slot")
+        ]
+
+
+class Delivery(models.Model):
+    """A brief's delivery to one of its watchlist's channels (as the channel was when the brief was made),
+    with every attempt recorded; once `delivered`, never sent again."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RETRYING = "retrying"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    brief = models.ForeignKey(Brief, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.PositiveSmallIntegerField(help_text="The channel's index in the watchlist's channels.")
+    kind = models.CharField(max_length=16, help_text="webhook or email")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.JSONField(
+        default=list, blank=True, help_text="One entry per attempt: {at, outcome, status_code?, error?}."
+    )
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["channel"]
+        constraints = [models.UniqueConstraint(fields=["brief", "channel"], name="one_delivery_per_brief_channel")]
