@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.providers.breaker",
         "datascraper.search",
     ),
-    ("datascraper.providers.openai",),
+    ("datascraper.providers.openai", "datascraper.providers.google"),
     ("datascraper.providers",),
     ("datascraper.web_search", "datascraper.citations", "datascraper.quality_logger"),
     ("datascraper.search.answer",),
@@ -65,10 +65,16 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("config",),
 ]
-PEERS = {("datascraper.market_data", "datascraper.filings")}
+PEERS = {
+    ("datascraper.market_data", "datascraper.filings"),
+    ("datascraper.providers.openai", "datascraper.providers.google"),
+}
 # Each model provider's SDK, and the only packages that may import it: everything else calls the provider
 # interface (`datascraper.providers.base`), so the research engine never knows which provider answers.
-SDK_OWNERS: dict[str, tuple[str, ...]] = {"openai": ("datascraper.providers.openai",)}
+SDK_OWNERS: dict[str, tuple[str, ...]] = {
+    "openai": ("datascraper.providers.openai",),
+    "google": ("datascraper.providers.google",),
+}
 
 
 def layer_of(module: str) -> tuple[int, str]:

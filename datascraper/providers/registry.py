@@ -13,9 +13,10 @@ from datascraper.errors import ProviderNotAvailable
 from datascraper.model_ref import ModelRef, ProviderName, parse_model
 from datascraper.models_config import ResearchConfig, get_research_config
 from datascraper.providers.base import ModelProvider
+from datascraper.providers.google.provider import GoogleProvider
 from datascraper.providers.openai.provider import OpenAIProvider
 
-_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {"openai": OpenAIProvider}
+_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {"openai": OpenAIProvider, "google": GoogleProvider}
 _providers: dict[ProviderName, ModelProvider] = {}
 
 
