@@ -13,22 +13,34 @@ places the markers once the text is complete. A marker goes at its segment's end
 supports (" [1]", as the OpenAI search cites), one number per page in the order first cited.
 
 Sources keep the redirect address, which is what the API gives: it is a page the citation check can fetch
-(it follows the redirect), and the title is the domain of the page it leads to.
+(it follows the redirect). The title is the domain of the page it leads to, and becomes the source's
+`site` too, so that who publishes it is judged by that domain and not by Google's redirect host (every
+grounding link lives there: one "domain" for all of a run's sources otherwise).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from google.genai import types
 
 from datascraper.sources import CitedPages
 
+# A grounding chunk's title is the domain of the page its redirect leads to ("reuters.com").
+_DOMAIN = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}")
+
 
 @dataclass(frozen=True)
 class _Page:
     uri: str
     title: str
+
+    @property
+    def site(self) -> str | None:
+        """The publisher's domain, which the redirect address does not show."""
+        domain = self.title.strip().lower().removeprefix("www.")
+        return domain if _DOMAIN.fullmatch(domain) else None
 
 
 @dataclass
@@ -62,7 +74,7 @@ class Grounding:
             if end > len(encoded):
                 continue  # past the text: not this answer's segment
             numbers = dict.fromkeys(
-                pages.cite(page.uri, page.title)
+                pages.cite(page.uri, page.title, site=page.site)
                 for index in self.supports[end]
                 if 0 <= index < len(self.pages) and (page := self.pages[index]) is not None
             )

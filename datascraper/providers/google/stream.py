@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx2
 from google import genai
-from google.genai import types
+from google.genai import errors, types
 
 from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted, UpstreamTimeout
 from datascraper.providers.base import TextRequest
@@ -21,7 +21,7 @@ from datascraper.providers.google.answers import answer_text, first_candidate, r
 from datascraper.providers.google.failures import translate_error
 from datascraper.providers.google.grounding import Grounding
 from datascraper.providers.google.retries import with_retries
-from datascraper.providers.google.structured import SDK_FAILURES
+from datascraper.providers.google.structured import NO_FUNCTION_CALLING, SDK_FAILURES
 from datascraper.providers.google.usage import usage_from_metadata
 from datascraper.schemas import ModelUsage, Source
 from datascraper.sources import CitedPages
@@ -59,14 +59,14 @@ class GeminiStream:
     async def __aiter__(self) -> AsyncGenerator[str, None]:
         request = self._request
         try:
-            chunks = await with_retries(self._start)
+            chunks, first = await with_retries(self._open)
         except SDK_FAILURES as exc:
             raise translate_error(exc, model=request.model.label) from exc
         held: list[str] = []
         failure: ResearchError | None = None
         cause: BaseException | None = None
         try:
-            async for chunk in chunks:
+            async for chunk in _chained(first, chunks):
                 text = self._on_chunk(chunk)
                 if text and request.web_search:
                     held.append(text)
@@ -75,6 +75,8 @@ class GeminiStream:
         except (httpx2.TimeoutException, TimeoutError) as exc:
             # A read timeout between chunks: the provider went quiet, not the connection broke.
             failure, cause = UpstreamTimeout(), exc
+        except errors.APIError as exc:
+            failure, cause = translate_error(exc, model=request.model.label), exc
         except SDK_FAILURES as exc:
             failure, cause = StreamInterrupted(), exc
         finally:
@@ -85,10 +87,12 @@ class GeminiStream:
         if failure is not None:
             raise failure from cause
 
-    async def _start(self) -> AsyncIterator[types.GenerateContentResponse]:
+    async def _open(self) -> tuple[AsyncIterator[types.GenerateContentResponse], types.GenerateContentResponse | None]:
+        """The stream and its first response: the SDK sends the request when the stream is first read, so an
+        error status (to be retried, or named) comes with the first response, not with the call."""
         request = self._request
         turns = [(turn.role, turn.content) for turn in request.history] + [("user", request.question)]
-        return await self._client.aio.models.generate_content_stream(
+        chunks = await self._client.aio.models.generate_content_stream(
             model=request.model.name,
             contents=[
                 types.Content(role="model" if role == "assistant" else "user", parts=[types.Part(text=text)])
@@ -97,8 +101,14 @@ class GeminiStream:
             config=types.GenerateContentConfig(
                 system_instruction=request.instructions,
                 tools=[GOOGLE_SEARCH] if request.web_search else None,
+                automatic_function_calling=NO_FUNCTION_CALLING,
             ),
         )
+        try:
+            return chunks, await anext(chunks, None)
+        except BaseException:
+            await _close(chunks)
+            raise
 
     def _on_chunk(self, chunk: types.GenerateContentResponse) -> str:
         """The text of one streamed response; its grounding, usage and finish are noted."""
@@ -126,6 +136,16 @@ class GeminiStream:
             return StreamInterrupted("The answer stream ended before the answer was complete.")
         reason = getattr(self._finish, "value", self._finish)
         return StreamInterrupted(f"The model stopped before finishing the answer (reason: {reason}).")
+
+
+async def _chained(
+    first: types.GenerateContentResponse | None, rest: AsyncIterator[types.GenerateContentResponse]
+) -> AsyncIterator[types.GenerateContentResponse]:
+    if first is None:
+        return
+    yield first
+    async for chunk in rest:
+        yield chunk
 
 
 async def _close(chunks: AsyncIterator[types.GenerateContentResponse]) -> None:

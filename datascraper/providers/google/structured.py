@@ -19,6 +19,8 @@ from datascraper.providers.google.usage import usage_from_metadata
 
 # What a Gemini call may raise: the API's errors, and the transport's (timeouts, lost connections).
 SDK_FAILURES = (errors.APIError, errors.UnknownApiResponseError, httpx2.HTTPError, TimeoutError)
+# No tool of ours is a Python function for the SDK to call: its automatic function calling stays off.
+NO_FUNCTION_CALLING = types.AutomaticFunctionCallingConfig(disable=True)
 
 
 @cache
@@ -41,6 +43,7 @@ async def structured_answer(request: StructuredRequest) -> StructuredReply:
         system_instruction=request.instructions,
         response_mime_type="application/json",
         response_json_schema=json_schema(request.schema),
+        automatic_function_calling=NO_FUNCTION_CALLING,
         http_options=types.HttpOptions(timeout=milliseconds(min(config.request_timeout_s, request.timeout_s))),
     )
     try:
