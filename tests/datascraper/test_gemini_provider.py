@@ -99,7 +99,7 @@ async def test_grounding_becomes_markers_at_the_segments_byte_offsets_and_number
                 "Nothing cites this sentence.",
                 Cited("Services grew 13% — the fastest.", (FT, REUTERS)),
             ),
-            queries=("apple revenue 2024", "apple services growth"),
+            queries=("apple revenue 2024", "", "apple services growth"),
             usage=Usage(prompt=50, candidates=80, tool_use=400),
         )
     )
@@ -114,7 +114,7 @@ async def test_grounding_becomes_markers_at_the_segments_byte_offsets_and_number
         Source(n=3, title="reuters.com", url=REUTERS[0], kind="web", site="reuters.com"),
         Source(n=4, title="ft.com", url=FT[0], kind="web", site="ft.com"),
     ]
-    # The search results fed to the model count as input; each search query is a billed search.
+    # The search results fed to the model count as input; each non-empty search query is a billed search.
     assert stream.result.usage == ModelUsage(calls=1, input_tokens=450, output_tokens=80, web_search_calls=2)
     assert stream.result.complete
     [request] = fake_gemini.requests

@@ -16,8 +16,8 @@ def usage_from_metadata(
     Input counts the prompt and what the search tool fed the model (`toolUsePromptTokenCount`); cached
     input is `cachedContentTokenCount` (part of the prompt). Output counts the answer
     (`candidatesTokenCount`) and the thinking (`thoughtsTokenCount`), which Gemini bills as output but
-    reports apart. `web_searches` is the number of queries the search tool ran (`webSearchQueries`).
-    """
+    reports apart. `web_searches` is the number of distinct, non-empty queries the search tool ran
+    (`webSearchQueries`): Gemini 3 bills grounding per query (older models per grounded prompt)."""
     if metadata is None:
         return ModelUsage(calls=1, web_search_calls=web_searches)
     thoughts = metadata.thoughts_token_count or 0
