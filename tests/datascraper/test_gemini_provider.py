@@ -162,6 +162,17 @@ async def test_a_stream_that_ends_without_its_finish_is_interrupted_after_the_te
     assert shown and not stream.result.complete and stream.result.usage.output_tokens > 0
 
 
+async def test_a_blocked_web_search_is_a_refusal_with_nothing_shown(fake_gemini):
+    fake_gemini.script(GeminiBlocked("SAFETY"))
+    stream = WebSearchStream("q", model=RESEARCHER)
+
+    with pytest.raises(ModelRefused, match="SAFETY"):
+        async for _ in stream:
+            pass
+
+    assert stream.result.text == "" and not stream.result.complete and stream.result.usage.input_tokens == 8
+
+
 # --- failures ------------------------------------------------------------------------------------------------
 
 

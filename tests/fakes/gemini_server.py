@@ -214,6 +214,8 @@ class FakeGemini:
             return _json(reply)
         if isinstance(reply, GeminiBlocked):
             blocked = {"promptFeedback": {"blockReason": reply.reason}, "usageMetadata": {"promptTokenCount": 8}}
+            if request.stream and sse:
+                return 200, "text/event-stream", b"data: " + json.dumps(blocked).encode() + b"\r\n\r\n"
             return 200, "application/json", json.dumps(blocked).encode()
         if isinstance(reply, GeminiJson):
             value = reply.value.model_dump(mode="json") if isinstance(reply.value, BaseModel) else reply.value

@@ -11,6 +11,8 @@ from datascraper.errors import ProviderNotConfigured
 from datascraper.models_config import get_research_config
 
 API_VERSION = "v1beta"
+# No tool of ours is a Python function for the SDK to call: its automatic function calling stays off.
+NO_FUNCTION_CALLING = types.AutomaticFunctionCallingConfig(disable=True)
 
 _client: genai.Client | None = None
 _client_loop: asyncio.AbstractEventLoop | None = None

@@ -40,6 +40,9 @@ _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _PLAIN_STATUS = re.compile(r"[A-Z][A-Z_]{0,63}")
 
+# What a Gemini call may raise: the API's errors, and the transport's (timeouts, lost connections).
+SDK_FAILURES = (errors.APIError, errors.UnknownApiResponseError, httpx2.HTTPError, TimeoutError)
+
 AUTH_FAILED = "The model provider rejected the configured API key: check GEMINI_API_KEY."
 DAILY_QUOTA = (
     "The Gemini API's daily quota for this key is used up: check the plan and billing of GEMINI_API_KEY "

@@ -12,9 +12,9 @@ from datascraper.model_ref import ProviderName
 from datascraper.models_config import get_research_config
 from datascraper.providers.base import ModelListing, StructuredReply, StructuredRequest, TextRequest
 from datascraper.providers.google.client import get_gemini_client, milliseconds
-from datascraper.providers.google.failures import translate_error
+from datascraper.providers.google.failures import SDK_FAILURES, translate_error
 from datascraper.providers.google.stream import GeminiStream
-from datascraper.providers.google.structured import SDK_FAILURES, json_schema, structured_answer
+from datascraper.providers.google.structured import json_schema, structured_answer
 
 _MODEL_PREFIX = "models/"
 _PAGE_SIZE = 1000

@@ -18,10 +18,10 @@ from google.genai import errors, types
 from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted, UpstreamTimeout
 from datascraper.providers.base import TextRequest
 from datascraper.providers.google.answers import answer_text, first_candidate, refusal_of
-from datascraper.providers.google.failures import translate_error
+from datascraper.providers.google.client import NO_FUNCTION_CALLING
+from datascraper.providers.google.failures import SDK_FAILURES, translate_error
 from datascraper.providers.google.grounding import Grounding
 from datascraper.providers.google.retries import with_retries
-from datascraper.providers.google.structured import NO_FUNCTION_CALLING, SDK_FAILURES
 from datascraper.providers.google.usage import usage_from_metadata
 from datascraper.schemas import ModelUsage, Source
 from datascraper.sources import CitedPages

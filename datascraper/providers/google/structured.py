@@ -5,22 +5,16 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import httpx2
-from google.genai import errors, types
+from google.genai import types
 from pydantic import BaseModel
 
 from datascraper.models_config import get_research_config
 from datascraper.providers.base import StructuredReply, StructuredRequest
 from datascraper.providers.google.answers import answer_text, first_candidate, refusal_of
-from datascraper.providers.google.client import get_gemini_client, milliseconds
-from datascraper.providers.google.failures import translate_error
+from datascraper.providers.google.client import NO_FUNCTION_CALLING, get_gemini_client, milliseconds
+from datascraper.providers.google.failures import SDK_FAILURES, translate_error
 from datascraper.providers.google.retries import with_retries
 from datascraper.providers.google.usage import usage_from_metadata
-
-# What a Gemini call may raise: the API's errors, and the transport's (timeouts, lost connections).
-SDK_FAILURES = (errors.APIError, errors.UnknownApiResponseError, httpx2.HTTPError, TimeoutError)
-# No tool of ours is a Python function for the SDK to call: its automatic function calling stays off.
-NO_FUNCTION_CALLING = types.AutomaticFunctionCallingConfig(disable=True)
 
 
 @cache
