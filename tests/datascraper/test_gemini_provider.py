@@ -19,6 +19,7 @@ from datascraper.errors import (
     UpstreamRateLimited,
 )
 from datascraper.plan_schemas import QueryAnalysis
+from datascraper.providers.lifecycle import check_models
 from datascraper.providers.registry import provider_for
 from datascraper.providers.structured import parse_structured
 from datascraper.schemas import ModelUsage, Source, UsageLedger
@@ -259,3 +260,16 @@ async def test_the_model_list_with_a_wrong_key_is_auth_failed(fake_gemini: FakeG
 
     with pytest.raises(ProviderAuthFailed):
         await provider.list_models(timeout_s=5)
+
+
+async def test_the_lifecycle_check_judges_gemini_models_against_gemini_s_list(fake_gemini: FakeGemini, research_env):
+    research_env(RESEARCH_MODEL="google:gemini-1.5-pro")
+
+    report = await check_models()
+
+    assert report.error_code is None
+    assert [(check.setting, check.level) for check in report.checks] == [
+        ("RESEARCH_PLANNER_MODEL", "ok"),
+        ("RESEARCH_MODEL", "error"),
+    ]
+    assert "google:gemini-1.5-pro" in report.checks[1].message and "RESEARCH_MODEL" in report.checks[1].message
