@@ -82,6 +82,9 @@ class Source(BaseModel):
     # annotations carry no date) and who publishes it. Left out of the JSON when unknown.
     published: date | None = Field(default=None, exclude_if=lambda value: value is None)
     domain_type: DomainType | None = Field(default=None, exclude_if=lambda value: value is None)
+    # Web only: the publisher's domain when `url` does not name it, a search tool's redirect to the page
+    # (Gemini's grounding links all live on Google's host); who publishes the page is judged by it.
+    site: str | None = Field(default=None, exclude_if=lambda value: value is None)
     # Filings only (`kind: "filing"`): the SEC form (10-K, 10-Q, 8-K, 4, ...), the period it reports on (its
     # fiscal label, "FY2024" or "Q1 FY2025", or the event's or trade's day for an 8-K or a Form 4) and the
     # day it was filed.

@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.providers.breaker",
         "datascraper.search",
     ),
-    ("datascraper.providers.openai", "datascraper.providers.openai_compatible"),
+    ("datascraper.providers.openai", "datascraper.providers.openai_compatible", "datascraper.providers.google"),
     ("datascraper.providers",),
     ("datascraper.web_search", "datascraper.citations", "datascraper.quality_logger"),
     ("datascraper.search.answer",),
@@ -66,11 +66,16 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("config",),
 ]
-PEERS = {("datascraper.market_data", "datascraper.filings")}
+PEERS = {
+    ("datascraper.market_data", "datascraper.filings"),
+    ("datascraper.providers.openai", "datascraper.providers.google"),
+    ("datascraper.providers.openai_compatible", "datascraper.providers.google"),
+}
 # Each model provider's SDK, and the only packages that may import it: everything else calls the provider
 # interface (`datascraper.providers.base`), so the research engine never knows which provider answers.
 SDK_OWNERS: dict[str, tuple[str, ...]] = {
     "openai": ("datascraper.providers.openai", "datascraper.providers.openai_compatible"),
+    "google": ("datascraper.providers.google",),
 }
 
 

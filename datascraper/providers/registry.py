@@ -13,12 +13,14 @@ from datascraper.errors import ProviderNotAvailable
 from datascraper.model_ref import ModelRef, ProviderName, parse_model
 from datascraper.models_config import ResearchConfig, get_research_config
 from datascraper.providers.base import ModelProvider
+from datascraper.providers.google.provider import GoogleProvider
 from datascraper.providers.openai.provider import OpenAIProvider
 from datascraper.providers.openai_compatible.provider import OpenAICompatibleProvider
 
 _IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {
     "openai": OpenAIProvider,
     "openai-compatible": OpenAICompatibleProvider,
+    "google": GoogleProvider,
 }
 _providers: dict[ProviderName, ModelProvider] = {}
 

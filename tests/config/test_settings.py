@@ -121,7 +121,7 @@ def test_a_model_of_a_provider_not_available_yet_stops_the_app_at_start_naming_t
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
         "django.core.exceptions.ImproperlyConfigured: RESEARCH_PLANNER_MODEL names the provider 'anthropic', which is not available yet: "
-        "use openai or openai-compatible (a model without a prefix is openai's)."
+        "use openai or openai-compatible or google (a model without a prefix is openai's)."
     )
 
 
