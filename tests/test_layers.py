@@ -39,9 +39,11 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.stream_rewriter",
         "datascraper.providers.base",
         "datascraper.providers.breaker",
+        "datascraper.providers.sse",
+        "datascraper.providers.event_stream",
         "datascraper.search",
     ),
-    ("datascraper.providers.openai",),
+    ("datascraper.providers.openai", "datascraper.providers.anthropic"),
     ("datascraper.providers",),
     ("datascraper.web_search", "datascraper.citations", "datascraper.quality_logger"),
     ("datascraper.search.answer",),
@@ -65,10 +67,13 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("config",),
 ]
-PEERS = {("datascraper.market_data", "datascraper.filings")}
+PEERS = {("datascraper.market_data", "datascraper.filings"), ("datascraper.providers.openai", "datascraper.providers.anthropic")}
 # Each model provider's SDK, and the only packages that may import it: everything else calls the provider
 # interface (`datascraper.providers.base`), so the research engine never knows which provider answers.
-SDK_OWNERS: dict[str, tuple[str, ...]] = {"openai": ("datascraper.providers.openai",)}
+SDK_OWNERS: dict[str, tuple[str, ...]] = {
+    "openai": ("datascraper.providers.openai",),
+    "anthropic": ("datascraper.providers.anthropic",),
+}
 
 
 def layer_of(module: str) -> tuple[int, str]:

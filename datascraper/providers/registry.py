@@ -12,10 +12,14 @@ from collections.abc import Callable
 from datascraper.errors import ProviderNotAvailable
 from datascraper.model_ref import ModelRef, ProviderName, parse_model
 from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.providers.anthropic.provider import AnthropicProvider
 from datascraper.providers.base import ModelProvider
 from datascraper.providers.openai.provider import OpenAIProvider
 
-_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {"openai": OpenAIProvider}
+_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {
+    "openai": OpenAIProvider,
+    "anthropic": AnthropicProvider,
+}
 _providers: dict[ProviderName, ModelProvider] = {}
 
 

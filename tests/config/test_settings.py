@@ -116,12 +116,12 @@ def test_openai_models_start_with_or_without_their_provider_prefix():
 
 
 def test_a_model_of_a_provider_not_available_yet_stops_the_app_at_start_naming_the_setting():
-    result = load_settings(DJANGO_DEBUG="1", RESEARCH_PLANNER_MODEL="anthropic:claude-sonnet-4-5")
+    result = load_settings(DJANGO_DEBUG="1", RESEARCH_PLANNER_MODEL="google:gemini-2.5-pro")
 
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
-        "django.core.exceptions.ImproperlyConfigured: RESEARCH_PLANNER_MODEL names the provider 'anthropic', which is not available yet: "
-        "use openai (a model without a prefix is openai's)."
+        "django.core.exceptions.ImproperlyConfigured: RESEARCH_PLANNER_MODEL names the provider 'google', which is not available yet: "
+        "use openai or anthropic (a model without a prefix is openai's)."
     )
 
 
