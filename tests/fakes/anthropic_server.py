@@ -237,7 +237,9 @@ class FakeAnthropicServer:
             return [Block("text", self._json_text(request, answer))], 0
         searches = answer.searches if request.has_web_search else 0
         query = request.input_text.strip().splitlines()[-1] if request.input_text.strip() else ""
-        tools = [block for _ in range(searches) for block in search_blocks(query, answer.sentences)]
+        tools = [
+            block for _ in range(searches) for block in search_blocks(query, answer.sentences, narrate=answer.narrate)
+        ]
         return [*tools, *text_blocks(answer.sentences)], searches
 
     def _json_text(self, request: AnthropicRequest, answer: JsonAnswer) -> str:

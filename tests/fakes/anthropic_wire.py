@@ -37,13 +37,14 @@ class Usage:
 @dataclass(frozen=True)
 class TextAnswer:
     """A written answer; with the request's web search tool, `searches` searches (the question's last line
-    as the query) before it. `error_after_deltas` sends an `error` event (`error_type`) after that many
+    as the query) before it, each after a sentence of narration as Claude writes one (`narrate`). `error_after_deltas` sends an `error` event (`error_type`) after that many
     text deltas and ends the stream; `drop_after_deltas` closes the connection there. `stop_reason`
     `max_tokens` or `refusal` ends the message that way."""
 
     sentences: Sequence[Sentence | str] = DEFAULT_SENTENCES
     usage: Usage | None = None
     searches: int = 1
+    narrate: bool = True
     chunk_chars: int = 7
     stop_reason: str = "end_turn"
     error_after_deltas: int | None = None
@@ -157,8 +158,9 @@ def text_blocks(sentences: Sequence[Sentence | str]) -> list[Block]:
     return blocks
 
 
-def search_blocks(query: str, sentences: Sequence[Sentence | str]) -> list[Block]:
-    """One web search: its `server_tool_use` and its results (every page the answer cites)."""
+def search_blocks(query: str, sentences: Sequence[Sentence | str], *, narrate: bool) -> list[Block]:
+    """One web search: the narration before it, its `server_tool_use` and its results (every page the
+    answer cites)."""
     tool_id = new_id("srvtoolu")
     pages = dict.fromkeys(cite for s in sentences if isinstance(s, Sentence) for cite in s.cites)
     results = [
@@ -171,7 +173,9 @@ def search_blocks(query: str, sentences: Sequence[Sentence | str]) -> list[Block
         }
         for url, title in pages
     ]
+    narration = [Block("text", f"I'll search for {query}")] if narrate else []
     return [
+        *narration,
         Block("server_tool_use", payload={"id": tool_id, "name": "web_search", "input": {"query": query}}),
         Block("web_search_tool_result", payload={"tool_use_id": tool_id, "content": results}),
     ]

@@ -96,6 +96,9 @@ async def test_a_web_searched_stream_sends_the_real_event_sequence(fake):
     sequence = [kind for i, kind in enumerate(raw) if i == 0 or raw[i - 1] != kind]  # repeated deltas once
     assert sequence == [
         ("message_start", None),
+        ("content_block_start", "text"),  # the narration before the search
+        ("content_block_delta", "text_delta"),
+        ("content_block_stop", None),
         ("content_block_start", "server_tool_use"),
         ("content_block_delta", "input_json_delta"),
         ("content_block_stop", None),
@@ -111,10 +114,16 @@ async def test_a_web_searched_stream_sends_the_real_event_sequence(fake):
         ("message_delta", None),
         ("message_stop", None),
     ]
-    assert [block.type for block in final.content] == ["server_tool_use", "web_search_tool_result", "text", "text"]
-    assert final.content[0].input == {"query": "How did Apple do?"}
-    assert final.content[2].text == "Revenue rose 6%" and final.content[2].citations[0].url == "https://example.com/a"
-    assert final.content[3].text == ". More."
+    assert [block.type for block in final.content] == [
+        "text",
+        "server_tool_use",
+        "web_search_tool_result",
+        "text",
+        "text",
+    ]
+    assert final.content[1].input == {"query": "How did Apple do?"}
+    assert final.content[3].text == "Revenue rose 6%" and final.content[3].citations[0].url == "https://example.com/a"
+    assert final.content[4].text == ". More."
     assert final.stop_reason == "end_turn" and final.usage.server_tool_use.web_search_requests == 1
 
 

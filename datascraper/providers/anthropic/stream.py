@@ -40,7 +40,7 @@ class MessagesStream(EventStream):
     def __init__(self, request: TextRequest, client: anthropic.AsyncAnthropic) -> None:
         super().__init__(request)
         self._client = client
-        self._blocks = CitedTextBlocks(source_offset=request.source_offset)
+        self._blocks = CitedTextBlocks(source_offset=request.source_offset, drop_narration=request.web_search)
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
 
@@ -80,8 +80,7 @@ class MessagesStream(EventStream):
                 self._blocks.cite(_index(event), delta.get("citation"))
             return ""
         if kind == "content_block_start":
-            block = event.get("content_block") or {}
-            return self._blocks.start(_index(event), block) if block.get("type") == "text" else ""
+            return self._blocks.start(_index(event), event.get("content_block") or {})
         if kind == "content_block_stop":
             return self._blocks.stop(_index(event))
         if kind == "message_start":
