@@ -22,8 +22,9 @@ from datascraper.errors import (
     UpstreamTimeout,
 )
 from datascraper.models_config import get_research_config
-from datascraper.plan_schemas import QueryAnalysis, SubQuestion
+from datascraper.plan_schemas import GapReport, QueryAnalysis, SubQuestion
 from datascraper.providers.anthropic.client import reset_anthropic_client
+from datascraper.providers.anthropic.structured import output_format
 from datascraper.providers.lifecycle import check_models
 from datascraper.providers.registry import provider_for
 from datascraper.providers.structured import parse_structured
@@ -237,6 +238,17 @@ async def test_an_account_without_credit_is_a_quota_failure_after_one_request(an
     assert len(anthropic_models.requests) == 1
 
 
+async def test_an_account_over_its_spend_limit_is_a_quota_failure_not_retried(anthropic_models):
+    over = "You have reached your monthly API usage limit (fake)."
+    anthropic_models.set_default(ErrorAnswer(429, "rate_limit_error", over, error_code="enforced_spend_limit_reached"))
+
+    with pytest.raises(ProviderQuotaExceeded) as raised:
+        await search()
+
+    assert isinstance(raised.value.__cause__, anthropic.RateLimitError)
+    assert len(anthropic_models.requests) == 1
+
+
 async def test_a_rate_limit_is_retried_then_named(anthropic_models):
     anthropic_models.set_default(ErrorAnswer(429))
 
@@ -304,3 +316,12 @@ async def test_the_lifecycle_check_judges_anthropic_models_by_their_own_names(an
         ("RESEARCH_PLANNER_MODEL", "warning", date(2026, 11, 30)),
         ("RESEARCH_MODEL", "error", None),
     ]
+
+
+async def test_warm_up_builds_the_planners_formats_and_sends_nothing(anthropic_models):
+    provider, _ = provider_for(PLANNER)
+
+    await provider.warm_up((QueryAnalysis, GapReport))
+
+    assert output_format(GapReport)["format"]["schema"]["additionalProperties"] is False
+    assert anthropic_models.requests == []

@@ -88,10 +88,14 @@ class ErrorAnswer:
     error_type: str | None = None
     message: str | None = None
     retry_after: float | None = 0
+    error_code: str | None = None  # `error.details.error_code`
 
     def body(self, request_id: str) -> dict[str, Any]:
         default_type, default_message = _DEFAULT_ERRORS.get(self.status, ("api_error", f"HTTP {self.status} (fake)."))
-        return error_body(self.error_type or default_type, self.message or default_message, request_id)
+        body = error_body(self.error_type or default_type, self.message or default_message, request_id)
+        if self.error_code is not None:
+            body["error"]["details"] = {"error_code": self.error_code}
+        return body
 
 
 NO_CREDIT = ErrorAnswer(400, "invalid_request_error", NO_CREDIT_MESSAGE)

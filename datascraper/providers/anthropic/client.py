@@ -10,6 +10,7 @@ from anthropic import AsyncAnthropic
 
 from datascraper.errors import ProviderNotConfigured
 from datascraper.models_config import get_research_config
+from datascraper.providers.anthropic.failures import refuse_retry_over_spend_limit
 
 # As for OpenAI's client: twenty idle connections cover a burst's reuse without the pool scanning a hundred.
 CONNECTION_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=20)
@@ -37,7 +38,9 @@ def get_anthropic_client() -> AsyncAnthropic:
             base_url=config.anthropic_base_url or "https://api.anthropic.com",
             timeout=config.request_timeout_s,
             max_retries=config.max_retries,
-            http_client=anthropic.DefaultAsyncHttpxClient(limits=CONNECTION_LIMITS),
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                limits=CONNECTION_LIMITS, event_hooks={"response": [refuse_retry_over_spend_limit]}
+            ),
         )
         _client_loop = loop
     return _client

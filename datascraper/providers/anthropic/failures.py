@@ -13,11 +13,13 @@ exception stays available as `__cause__` when the caller raises `from exc`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import anthropic
+import httpx2
 
 from datascraper.errors import (
     ModelUnavailable,
@@ -111,3 +113,19 @@ def stream_failure(event: Mapping[str, Any], *, model: str | None = None) -> Res
 def _plain(value: object) -> str | None:
     """`value` when it reads as an error type: a proxy in between may put anything there."""
     return value if isinstance(value, str) and _PLAIN_TYPE.fullmatch(value) else None
+
+
+async def refuse_retry_over_spend_limit(response: httpx2.Response) -> None:
+    """An httpx response hook: a 429 whose `error.details.error_code` is a spend limit is marked
+    `x-should-retry: false`, which the SDK obeys, so an account over its limit costs one request, not
+    three, and fails at once (waiting does not lift a monthly limit)."""
+    if response.status_code != 429:
+        return
+    await response.aread()
+    try:
+        details = json.loads(response.content)["error"].get("details") or {}
+        code = details.get("error_code")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return
+    if code in _SPEND_LIMIT_CODES:
+        response.headers["x-should-retry"] = "false"
