@@ -12,14 +12,19 @@ from collections.abc import Callable
 from datascraper.errors import ProviderNotAvailable
 from datascraper.model_ref import ModelRef, ProviderName, parse_model
 from datascraper.models_config import ResearchConfig, get_research_config
-from datascraper.providers.anthropic.provider import AnthropicProvider
 from datascraper.providers.base import ModelProvider
 from datascraper.providers.openai.provider import OpenAIProvider
 
-_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {
-    "openai": OpenAIProvider,
-    "anthropic": AnthropicProvider,
-}
+
+def _anthropic() -> ModelProvider:
+    # Imported when a model names it: its SDK takes about a second to import, which no process whose
+    # models are all OpenAI's should pay.
+    from datascraper.providers.anthropic.provider import AnthropicProvider
+
+    return AnthropicProvider()
+
+
+_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {"openai": OpenAIProvider, "anthropic": _anthropic}
 _providers: dict[ProviderName, ModelProvider] = {}
 
 
