@@ -28,7 +28,7 @@ from datascraper.providers.anthropic.structured import output_format
 from datascraper.providers.lifecycle import check_models
 from datascraper.providers.registry import provider_for
 from datascraper.providers.structured import parse_structured
-from datascraper.schemas import ModelUsage, UsageLedger
+from datascraper.schemas import ChatTurn, ModelUsage, UsageLedger
 from datascraper.web_search import WebSearchStream
 from tests.fakes.anthropic_models import FakeClaude
 from tests.fakes.anthropic_server import schema_is
@@ -192,6 +192,18 @@ async def test_an_answer_that_stops_short_ends_with_the_stop_reasons_error(anthr
 
     if stop_reason == "max_tokens":
         assert "max_tokens" in raised.value.message
+
+
+async def test_the_conversation_goes_before_the_question_without_empty_turns(anthropic_models):
+    history = [ChatTurn(role="user", content="And Microsoft?"), ChatTurn(role="assistant", content="")]
+
+    await search("How did Apple do?", history=history)
+
+    [request] = anthropic_models.requests
+    assert request.body["messages"] == [
+        {"role": "user", "content": "And Microsoft?"},
+        {"role": "user", "content": "How did Apple do?"},
+    ]
 
 
 # --- failures --------------------------------------------------------------------------------------------

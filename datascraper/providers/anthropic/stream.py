@@ -109,10 +109,12 @@ def _index(event: dict[str, Any]) -> int:
 
 
 def _messages(request: TextRequest) -> list[MessageParam]:
+    # The API refuses a message without content (an answer that failed before writing is stored empty).
     turns: list[MessageParam] = [
         AssistantMessageParam(role="assistant", content=turn.content)
         if turn.role == "assistant"
         else UserMessageParam(role="user", content=turn.content)
         for turn in request.history
+        if turn.content.strip()
     ]
     return [*turns, UserMessageParam(role="user", content=request.question)]
