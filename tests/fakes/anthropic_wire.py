@@ -189,8 +189,8 @@ def search_blocks(query: str, sentences: Sequence[Sentence | str], *, narrate: b
 
 
 def block_events(index: int, block: Block, chunk_chars: int) -> Iterator[dict[str, Any]]:
-    """A block as the stream sends it: start (empty), deltas, stop. Yields `None`-free events; a text delta
-    event is marked with `"_text": True` for the fake's pacing, removed before it is sent."""
+    """A block as the stream sends it: start (empty), deltas, stop. A text delta is marked `"_text": True`
+    so the fake can count them (to fail part way); the mark is removed before the event is sent."""
     if block.type == "server_tool_use":
         start = {**block.payload, "type": block.type, "input": {}}
         yield {"type": "content_block_start", "index": index, "content_block": start}
