@@ -123,12 +123,12 @@ async def test_a_hung_planner_call_is_bounded_by_its_timeout(anthropic_models):
 # --- streamed answers with the hosted web search ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("citations_last", [False, True])
 async def test_cited_text_blocks_become_markers_after_their_claims_and_the_narration_before_searches_is_left_out(
-    anthropic_models,
+    anthropic_models, citations_last
 ):
-    anthropic_models.script(
-        TextAnswer(CITED, usage=Usage(input_tokens=900, cache_read_input_tokens=8000, output_tokens=120), searches=2)
-    )
+    usage = Usage(input_tokens=900, cache_read_input_tokens=8000, output_tokens=120)
+    anthropic_models.script(TextAnswer(CITED, usage=usage, searches=2, citations_last=citations_last))
 
     deltas, stream = await search()
 

@@ -301,7 +301,7 @@ async def _stream(
     await exchange.write(sse({"type": "ping"}), more=True)
     deltas = 0
     for index, block in enumerate(blocks):
-        for event in block_events(index, block, answer.chunk_chars):
+        for event in block_events(index, block, answer.chunk_chars, citations_last=answer.citations_last):
             if event.pop("_text", False):
                 if deltas == answer.drop_after_deltas:
                     return  # uvicorn closes the connection mid-body: the client sees an incomplete read

@@ -45,6 +45,7 @@ class TextAnswer:
     usage: Usage | None = None
     searches: int = 1
     narrate: bool = True
+    citations_last: bool = False
     chunk_chars: int = 7
     stop_reason: str = "end_turn"
     error_after_deltas: int | None = None
@@ -188,7 +189,9 @@ def search_blocks(query: str, sentences: Sequence[Sentence | str], *, narrate: b
 # --- the stream ----------------------------------------------------------------------------------------
 
 
-def block_events(index: int, block: Block, chunk_chars: int) -> Iterator[dict[str, Any]]:
+def block_events(
+    index: int, block: Block, chunk_chars: int, *, citations_last: bool = False
+) -> Iterator[dict[str, Any]]:
     """A block as the stream sends it: start (empty), deltas, stop. A text delta is marked `"_text": True`
     so the fake can count them (to fail part way); the mark is removed before the event is sent."""
     if block.type == "server_tool_use":
@@ -199,22 +202,30 @@ def block_events(index: int, block: Block, chunk_chars: int) -> Iterator[dict[st
             delta = {"type": "input_json_delta", "partial_json": query_json[i : i + 12]}
             yield {"type": "content_block_delta", "index": index, "delta": delta}
     elif block.type == "text":
-        start_block: dict[str, Any] = {"type": "text", "text": ""}
-        if block.citations:
-            start_block["citations"] = []
-        yield {"type": "content_block_start", "index": index, "content_block": start_block}
-        for citation in block.citations:
-            yield {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "citations_delta", "citation": citation},
-            }
-        for i in range(0, len(block.text), chunk_chars):
-            delta = {"type": "text_delta", "text": block.text[i : i + chunk_chars]}
-            yield {"type": "content_block_delta", "index": index, "delta": delta, "_text": True}
+        yield from _text_block_events(index, block, chunk_chars, citations_last=citations_last)
     else:
         yield {"type": "content_block_start", "index": index, "content_block": block.whole()}
     yield {"type": "content_block_stop", "index": index}
+
+
+def _text_block_events(index: int, block: Block, chunk_chars: int, *, citations_last: bool) -> Iterator[dict[str, Any]]:
+    """A text block's start and deltas: its citations before its text, or after it (`citations_last`), as
+    streams have both."""
+    start: dict[str, Any] = {"type": "text", "text": ""}
+    if block.citations:
+        start["citations"] = []
+    yield {"type": "content_block_start", "index": index, "content_block": start}
+    citations = [
+        {"type": "content_block_delta", "index": index, "delta": {"type": "citations_delta", "citation": citation}}
+        for citation in block.citations
+    ]
+    if not citations_last:
+        yield from citations
+    for i in range(0, len(block.text), chunk_chars):
+        delta = {"type": "text_delta", "text": block.text[i : i + chunk_chars]}
+        yield {"type": "content_block_delta", "index": index, "delta": delta, "_text": True}
+    if citations_last:
+        yield from citations
 
 
 def message(model: str, blocks: Sequence[Block], stop_reason: str | None, usage: dict[str, Any]) -> dict[str, Any]:
