@@ -8,14 +8,12 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Refuse to start on bad RESEARCH_* settings (an unknown SEARCH_PROVIDER among them), a model whose
-        provider is not available, or hosted search with a research model that has none, rather than fail every
-        run later."""
+        """Refuse to start on bad RESEARCH_* settings (an unknown provider or SEARCH_PROVIDER among them), or
+        hosted search with a research model that has none, rather than fail every run later."""
         import chat.checks  # noqa: F401  registers the models' lifecycle check
-        from datascraper.errors import ProviderNotAvailable
+        from datascraper.errors import HostedSearchUnavailable
         from datascraper.model_ref import ModelSettingInvalid
         from datascraper.models_config import get_research_config
-        from datascraper.providers.registry import require_available
         from datascraper.search import registry as search_registry
 
         try:
@@ -23,9 +21,8 @@ class ChatConfig(AppConfig):
         except ValidationError as exc:
             raise ImproperlyConfigured(_settings_error(exc, ModelSettingInvalid)) from None
         try:
-            require_available(config)
             search_registry.require_available(config)
-        except ProviderNotAvailable as exc:
+        except HostedSearchUnavailable as exc:
             raise ImproperlyConfigured(exc.message) from None
 
 

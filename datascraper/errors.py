@@ -34,20 +34,6 @@ class ProviderNotConfigured(ResearchError):
         return cls(f"The answering model is not configured: set {setting}.")
 
 
-class ProviderNotAvailable(ProviderNotConfigured):
-    """A model setting names a provider of the contract that this version does not implement yet. Refused as
-    the process starts (`chat.apps`); a run that met it would end as `provider_not_configured`."""
-
-    def __init__(self, setting: str | None, provider: str, available: tuple[str, ...]) -> None:
-        names = setting or "A model setting"
-        super().__init__(
-            f"{names} names the provider '{provider}', which is not available yet: use "
-            f"{' or '.join(available)} (a model without a prefix is {available[0]}'s)."
-        )
-        self.setting = setting
-        self.provider = provider
-
-
 class SearchNotConfigured(ProviderNotConfigured):
     """The search provider's address or key is missing or not a URL: nothing was sent."""
 
@@ -64,13 +50,12 @@ class SearchFormatRefused(ProviderNotConfigured):
     )
 
 
-class HostedSearchUnavailable(ProviderNotAvailable):
+class HostedSearchUnavailable(ProviderNotConfigured):
     """SEARCH_PROVIDER=hosted with a research model whose provider has no hosted web search (a Chat
     Completions server): every web search would fail, so the process refuses to start on it."""
 
     def __init__(self, setting: str | None, provider: str) -> None:
-        ProviderNotConfigured.__init__(
-            self,
+        super().__init__(
             f"SEARCH_PROVIDER=hosted needs a research model with its provider's own web search, and "
             f"{setting or 'RESEARCH_MODEL'} names the provider '{provider}', which has none: set SEARCH_PROVIDER "
             f"to a search API (searxng).",

@@ -10,6 +10,7 @@ from tests.asgi_server import ThreadedAsgiServer
 
 pytest_plugins = [
     "tests.fakes.openai_fixtures",
+    "tests.fakes.anthropic_fixtures",
     "tests.fakes.page_fixtures",
     "tests.fakes.chat_completions_fixtures",
 ]

@@ -39,9 +39,16 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.stream_rewriter",
         "datascraper.providers.base",
         "datascraper.providers.breaker",
+        "datascraper.providers.sse",
+        "datascraper.providers.event_stream",
         "datascraper.search",
     ),
-    ("datascraper.providers.openai", "datascraper.providers.openai_compatible", "datascraper.providers.google"),
+    (
+        "datascraper.providers.openai",
+        "datascraper.providers.anthropic",
+        "datascraper.providers.google",
+        "datascraper.providers.openai_compatible",
+    ),
     ("datascraper.providers",),
     ("datascraper.web_search", "datascraper.citations", "datascraper.quality_logger"),
     ("datascraper.search.answer",),
@@ -68,13 +75,17 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 PEERS = {
     ("datascraper.market_data", "datascraper.filings"),
+    ("datascraper.providers.openai", "datascraper.providers.anthropic"),
     ("datascraper.providers.openai", "datascraper.providers.google"),
+    ("datascraper.providers.anthropic", "datascraper.providers.google"),
+    ("datascraper.providers.anthropic", "datascraper.providers.openai_compatible"),
     ("datascraper.providers.openai_compatible", "datascraper.providers.google"),
 }
 # Each model provider's SDK, and the only packages that may import it: everything else calls the provider
 # interface (`datascraper.providers.base`), so the research engine never knows which provider answers.
 SDK_OWNERS: dict[str, tuple[str, ...]] = {
     "openai": ("datascraper.providers.openai", "datascraper.providers.openai_compatible"),
+    "anthropic": ("datascraper.providers.anthropic",),
     "google": ("datascraper.providers.google",),
 }
 

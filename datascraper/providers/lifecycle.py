@@ -107,11 +107,11 @@ async def check_models(
     today = today or now.date()
     configured = configured_models(config)
     listings: dict[ProviderName, ModelListing] = {}
-    for setting, ref in configured:
+    for _, ref in configured:
         if ref.provider in listings:
             continue
         try:
-            provider = model_provider(ref, setting)
+            provider = model_provider(ref)
             async with asyncio.timeout(timeout_s):
                 listings[ref.provider] = await provider.list_models(timeout_s=timeout_s)
         except TimeoutError:
