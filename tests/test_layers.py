@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.providers.breaker",
         "datascraper.providers.sse",
         "datascraper.providers.event_stream",
+        "datascraper.providers.loop_client",
         "datascraper.search",
     ),
     (
