@@ -265,6 +265,7 @@ async def test_two_workers_taking_due_retries_send_each_once(receiver_answering)
 async def test_the_secret_is_never_logged_nor_recorded(receiver_answering, caplog):
     caplog.set_level("DEBUG")
     receiver = receiver_answering(500, 400)
+    receiver.refusal_body = f'{{"error": "not signed with {SECRET}"}}'.encode()  # a receiver echoing it
     brief = await webhook_brief(receiver)
 
     await deliver_brief(brief.id)
@@ -273,6 +274,7 @@ async def test_the_secret_is_never_logged_nor_recorded(receiver_answering, caplo
     assert len(delivery.attempts) == 2
     assert SECRET not in json.dumps(delivery.attempts)
     assert SECRET not in caplog.text and "attempt 2 permanent_failure" in caplog.text
+    assert delivery.attempts[1]["error"] == 'http_400: {"error": "not signed with [hidden]"}'
     assert all(SECRET.encode() not in request.body for request in receiver.requests)
 
 

@@ -6,7 +6,8 @@ the statuses it is told, in turn; `"stall"` holds the request without answering 
     ... receiver.url ...
     receiver.requests[0].body, receiver.requests[0].headers["X-Signature-256"]
 
-After the listed answers it answers 200. A real HTTP server in a thread (the standard library's), so the
+After the listed answers it answers 200. A refusal's body is `refusal_body` (a receiver may echo what it
+was sent, even a secret). A real HTTP server in a thread (the standard library's), so the
 sender under test makes real connections, timeouts included.
 """
 
@@ -38,8 +39,15 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class WebhookReceiver:
-    def __init__(self, answers: list[Answer] | None = None, *, path: str = "/hooks/briefs") -> None:
+    def __init__(
+        self,
+        answers: list[Answer] | None = None,
+        *,
+        path: str = "/hooks/briefs",
+        refusal_body: bytes = b'{"error": "the receiver says no"}',
+    ) -> None:
         self._answers = list(answers or [])
+        self.refusal_body = refusal_body
         self._lock = threading.Lock()
         self._released = threading.Event()
         self.requests: list[ReceivedRequest] = []
@@ -74,7 +82,7 @@ class WebhookReceiver:
                     receiver._released.wait()
                     return
                 status = int(answer)
-                reply = b'{"ok": true}' if status < 300 else b'{"error": "the receiver says no"}'
+                reply = b'{"ok": true}' if status < 300 else receiver.refusal_body
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", "http://127.0.0.1:1/elsewhere")
