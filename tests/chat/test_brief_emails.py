@@ -14,6 +14,7 @@ from chat.models import Delivery
 from chat.services.delivery import deliver_brief
 from tests.chat.brief_rows import ANSWER, SOURCES, finished_brief
 from tests.fakes.smtp_sink import SmtpSink
+from tests.fakes.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,8 +116,6 @@ async def test_no_server_listening_is_tried_five_times_then_failed(smtp_settings
 
 
 async def test_a_brief_goes_to_its_webhook_and_its_mailbox_each_once(sink_refusing, settings):
-    from tests.fakes.webhook_receiver import WebhookReceiver
-
     settings.WEBHOOK_ALLOW_PRIVATE = True
     sink = sink_refusing()
     receiver = WebhookReceiver().start()
