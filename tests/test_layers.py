@@ -57,7 +57,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("datascraper.research_engine",),
     ("datascraper.evaluation",),
     ("chat.models", "chat.db_calls", "chat.redis_client", "chat.request_bodies", "chat.schedules", "chat.watchlist_schemas"),
-    ("chat.event_store", "chat.callers", "chat.selectors"),
+    ("chat.event_store", "chat.callers", "chat.selectors", "chat.brief_payload"),
     ("chat.events",),
     ("chat.services",),
     ("chat.checks", "chat.doctor", "chat.schemas", "chat.openai_schemas"),
