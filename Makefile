@@ -30,7 +30,9 @@ migrate: install
 # migrate step too. Set DJANGO_DEBUG=0 (and the production settings) to try production locally.
 # --no-proxy-headers: the app reads X-Forwarded-* itself, from TRUSTED_PROXIES only; uvicorn's own reading
 # would believe them from 127.0.0.1 and ::1 (its --forwarded-allow-ips default), whatever TRUSTED_PROXIES says.
+# BRIEFS_SCHEDULER=1: this process fires the watchlists' briefs on schedule (docs/briefs.md).
 run: export DJANGO_DEBUG ?= 1
+run: export BRIEFS_SCHEDULER ?= 1
 run: migrate
 	$(BIN)/python -m uvicorn config.asgi:application --host $(HOST) --port $(PORT) --no-proxy-headers
 

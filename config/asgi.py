@@ -9,6 +9,8 @@ research, so they do this instead. Then it freezes what the start built out of t
 passes (`freeze_startup_objects`). At shutdown it stops the server. A lifespan hook rather than a start at
 import: importing this module (tests, tools) spawns nothing, and the server starts in the serving process,
 after any fork. A server without lifespan support (`--lifespan off`, daphne) starts it on the first call.
+With `BRIEFS_SCHEDULER=1` (and runs answered in-process) the startup also starts the briefs' scheduler on
+this loop, and the shutdown lets its look under way end (chat.services.brief_scheduler).
 """
 
 import asyncio
@@ -56,6 +58,7 @@ class MarketDataLifespan:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "lifespan":
             return await self.app(scope, receive, send)
+        scheduler = None
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
@@ -64,8 +67,14 @@ class MarketDataLifespan:
                     # The models warm on this loop while the server starts; neither can fail the startup.
                     await asyncio.gather(start_market_data(), warm_up_models())
                 freeze_startup_objects()
+                # Imported here: the scheduler's modules need the apps, which are set up after this module's imports.
+                from chat.services.brief_scheduler import start_in_process_scheduler
+
+                scheduler = start_in_process_scheduler()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if scheduler is not None:
+                    await scheduler.stop()
                 await close_market_data_client()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

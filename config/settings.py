@@ -266,6 +266,14 @@ WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
 # never 60 s or more (chat.services.delivery); each attempt has BRIEFS_DELIVERY_TIMEOUT seconds.
 BRIEFS_DELIVERY_BACKOFF = float(os.environ.get("BRIEFS_DELIVERY_BACKOFF", "5"))
 BRIEFS_DELIVERY_TIMEOUT = float(os.environ.get("BRIEFS_DELIVERY_TIMEOUT", "10"))
+# Who fires the schedules (chat.services.brief_schedule): `1` in a web process (`make run` sets it) runs the
+# in-process scheduler; `runworker` fires them from the queue's periodic task unless it is `0`. Unset: None.
+BRIEFS_SCHEDULER = env_bool("BRIEFS_SCHEDULER", False) if os.environ.get("BRIEFS_SCHEDULER", "").strip() else None
+# Seconds between two looks at the due watchlists and deliveries: a brief starts within this of its time
+# (plus the look itself). A divisor of 60 up to 30, so that the queue's periodic task can tick on it.
+BRIEFS_TICK = env_count("BRIEFS_TICK", 10)
+if BRIEFS_TICK == 0 or BRIEFS_TICK > 30 or 60 % BRIEFS_TICK:
+    raise ImproperlyConfigured(f"BRIEFS_TICK must be a divisor of 60 from 1 to 30 (seconds); got {BRIEFS_TICK}.")
 
 # E-mail (briefs' e-mail channels), with Django's names; the backend is Django's SMTP one.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")

@@ -7,7 +7,10 @@ worker heartbeats and a graceful stop; on top of it:
   and are resumed from their checkpoint by whichever worker fetches them; the jobs of dead workers are
   closed as failed;
 - the drain: SIGTERM stops fetching; runs still going after `RUNS_SHUTDOWN_GRACE` are handed over (put
-  back in the queue, for another worker to resume).
+  back in the queue, for another worker to resume);
+- the briefs' tick (unless `BRIEFS_SCHEDULER=0`): a periodic task every BRIEFS_TICK seconds. Every worker's
+  deferrer offers each tick, procrastinate's table of periodic defers takes it once, and one worker runs
+  it: the due briefs started, the due deliveries tried (chat.services.brief_schedule).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import logging
 import signal
 import uuid
 
+from django.conf import settings
 from django.utils import timezone
 from procrastinate import exceptions as procrastinate_errors
 from procrastinate import jobs as procrastinate_jobs
@@ -24,7 +28,7 @@ from procrastinate.contrib.django import app
 
 from chat.db_calls import db_call
 from chat.models import ResearchRun
-from chat.services import leases, runs
+from chat.services import brief_schedule, leases, runs
 from datascraper.providers.lifecycle import start_model_check
 from datascraper.providers.warm_up import warm_up_models
 from datascraper.research_engine.data.market_data_client import start_market_data
@@ -50,6 +54,24 @@ async def enqueue_run(run_id: uuid.UUID) -> None:
         await answer_run.configure(queueing_lock=str(run_id)).defer_async(run_id=str(run_id))
     except procrastinate_errors.AlreadyEnqueued:
         pass
+
+
+@app.task(name="chat.brief_tick", queue=QUEUE)
+async def brief_tick(timestamp: int) -> None:
+    """One look at the due briefs and deliveries, for the periodic deferrer's `timestamp`."""
+    await brief_schedule.tick()
+
+
+BRIEF_TICK_ID = "briefs"
+
+
+def schedule_brief_ticks() -> None:
+    """Register the briefs' tick as a periodic task of this process's workers: every BRIEFS_TICK seconds
+    (cron's sixth field, the seconds). A tick still waiting for a worker is not offered again (queueing lock)."""
+    if (brief_tick.name, BRIEF_TICK_ID) in app.periodic_registry.periodic_tasks:
+        return
+    cron = f"* * * * * */{settings.BRIEFS_TICK}"
+    app.periodic(cron=cron, periodic_id=BRIEF_TICK_ID, queueing_lock="chat.brief_tick")(brief_tick)
 
 
 def defer_run(run_id: uuid.UUID) -> None:
@@ -96,8 +118,9 @@ async def _sweep_forever() -> None:
         await asyncio.sleep(SWEEP_SECONDS)
 
 
-async def serve(*, concurrency: int, grace: float) -> None:
-    """Run a worker until SIGTERM or SIGINT, then drain: finish or hand over every run within `grace`."""
+async def serve(*, concurrency: int, grace: float, briefs: bool) -> None:
+    """Run a worker until SIGTERM or SIGINT, then drain: finish or hand over every run within `grace`.
+    With `briefs`, the worker's deferrer offers the briefs' periodic tick too."""
     from procrastinate import psycopg_connector
     from procrastinate.contrib.django import utils as django_utils
 
@@ -110,6 +133,8 @@ async def serve(*, concurrency: int, grace: float) -> None:
         loop.add_signal_handler(signum, stop.set)
     # Ready before the first job is fetched (bounded by MARKET_DATA_WARM_TIMEOUT, never fatal), as a web process.
     start_model_check()  # in the background, as a web process does
+    if briefs:
+        schedule_brief_ticks()
     await asyncio.gather(start_market_data(), warm_up_models())
     with app.replace_connector(connector):
         async with app.open_async():

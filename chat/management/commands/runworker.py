@@ -1,4 +1,5 @@
-"""`python manage.py runworker`: execute queued runs (RUNS_BACKEND=queue), many at once."""
+"""`python manage.py runworker`: execute queued runs (RUNS_BACKEND=queue), many at once, and fire the
+watchlists' briefs on schedule (unless BRIEFS_SCHEDULER=0)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = "Execute queued research runs; resume runs whose worker died; drain on SIGTERM."
+    help = (
+        "Execute queued research runs; resume runs whose worker died; drain on SIGTERM; fire the watchlists' "
+        "briefs on schedule (unless BRIEFS_SCHEDULER=0)."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--concurrency", type=int, default=settings.RUNS_WORKER_CONCURRENCY, help="runs at once")
@@ -22,4 +26,5 @@ class Command(BaseCommand):
             raise CommandError("runworker needs RUNS_BACKEND=queue (with PostgreSQL and Redis).")
         from chat.services.queue import serve
 
-        asyncio.run(serve(concurrency=concurrency, grace=grace))
+        # A worker fires the briefs unless told not to: BRIEFS_SCHEDULER unset is on here.
+        asyncio.run(serve(concurrency=concurrency, grace=grace, briefs=settings.BRIEFS_SCHEDULER is not False))
