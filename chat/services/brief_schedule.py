@@ -104,8 +104,8 @@ async def _start(due: DueSlot) -> bool:
 async def tick() -> None:
     """One look: the due briefs started, the due delivery attempts made. Never raises (each half logs
     its failure), so a scheduler's loop survives a database that is briefly away."""
-    for step in (fire_due, deliver_due):
+    for what, step in (("start the due briefs", fire_due), ("make the due delivery attempts", deliver_due)):
         try:
             await step()
         except Exception:
-            logger.exception("The briefs' scheduler: %s failed this tick", step.__name__)
+            logger.exception("The briefs' scheduler could not %s this tick", what)
