@@ -25,7 +25,7 @@ from chat.db_calls import db_call
 from chat.models import Brief, Conversation, Message, ResearchRun, Watchlist
 from chat.services.admission import AdmissionRefused, admit_unrequested_run
 from chat.services.brief_outcomes import finish_brief
-from chat.services.run_backends import enqueue_in_transaction, start_run
+from chat.services.run_backends import QueueUnavailable, enqueue_in_transaction, start_run
 from datascraper.briefs.detect import detect_changes
 from datascraper.briefs.research import (
     brief_checkpoint,
@@ -83,10 +83,14 @@ async def start_brief(
         return await _reloaded(brief)
     try:
         await admit_unrequested_run(watchlist_owner(watchlist))
+        run = await db_call(_store_run, brief, watchlist, started.window, detected)
     except AdmissionRefused as exc:
         await db_call(finish_brief, brief.pk, Brief.Status.FAILED, error={"code": exc.code, "message": exc.message})
         return await _reloaded(brief)
-    run = await db_call(_store_run, brief, watchlist, started.window, detected)
+    except QueueUnavailable:
+        error = {"code": "queue_unavailable", "message": "The brief's run could not be queued."}
+        await db_call(finish_brief, brief.pk, Brief.Status.FAILED, error=error)
+        return await _reloaded(brief)
     start_run(run.pk)
     return await _reloaded(brief)
 

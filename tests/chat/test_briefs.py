@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from chat.models import Brief, Conversation, Message, ResearchRun, Watchlist
-from chat.services.briefs import start_brief
+from chat.services.briefs import BriefSlotTaken, start_brief
 from tests.chat.test_watchlists import create
 from tests.datascraper.conftest import filed, sec_server  # noqa: F401 (the fixtures)
 from tests.datascraper.research_support import is_synthesis, script_synthesis
@@ -190,6 +190,17 @@ async def test_a_brief_over_its_owners_run_limit_is_recorded_failed_with_the_lim
     assert started.error["code"] == "too_many_runs"
     assert [c["kind"] for c in started.changes][:1] == ["price"]  # what changed is kept all the same
     assert fake_openai.requests == []
+
+
+async def test_a_scheduled_slot_gets_one_brief_and_a_second_start_is_refused_by_name(api, fake_openai, filed):  # noqa: F811
+    watchlist = await apple_watchlist(api)
+    slot = datetime(2026, 11, 27, 7, tzinfo=UTC)
+
+    first = await start_brief(watchlist, scheduled_for=slot)
+    with pytest.raises(BriefSlotTaken):
+        await start_brief(watchlist, scheduled_for=slot)
+
+    assert [brief.pk async for brief in Brief.objects.filter(watchlist=watchlist)] == [first.pk]
 
 
 def sync_watchlist(username: str = "carol") -> Watchlist:
