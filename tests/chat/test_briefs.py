@@ -88,6 +88,32 @@ async def test_a_new_8k_and_a_price_move_are_written_up_by_one_run_each_cited_to
     assert types[0] == "plan" and "sources" in types and types[-1] == "done"
 
 
+async def test_the_briefs_citations_are_checked_against_the_filings_and_market_data_the_changes_came_from(
+    api,
+    fake_openai,
+    filed,
+    verifying,  # noqa: F811
+):
+    watchlist = await apple_watchlist(api)
+    # The sources, in the order the findings give them: the 10-Q, the 8-K, the 8-K's item with its exhibit,
+    # the price history.
+    script_synthesis(
+        fake_openai,
+        "Apple filed its 10-Q for the period ending 2024-12-28 on 2025-01-31 [1]. ",
+        f'Its 8-K of 2025-01-30 carried the release "{HEADLINE}" [3]. ',
+        "AAPL closed at 149.56 USD on 2025-01-30 [4].",
+    )
+
+    started = await start_brief(watchlist, until=datetime(2025, 1, 31, 12, tzinfo=UTC))
+    brief = await finished(api, started.pk)
+
+    run = await ResearchRun.objects.aget(pk=brief["run_id"])
+    assert [(check["n"], check["status"]) for check in run.verification] == [
+        (1, "supported"), (3, "supported"), (4, "supported")
+    ]  # fmt: skip
+    assert run.confidence["citation_support"] == 1.0 and run.confidence["rounds"] == 1
+
+
 async def test_a_filing_is_reported_once_the_next_brief_starting_where_the_last_ended(
     api,
     fake_openai,
