@@ -15,6 +15,7 @@ from datascraper.market_data.finding_schemas import ToolResult
 # Symbols checked at once: each takes about six calls, and Yahoo and the SEC limit how fast they are asked.
 SYMBOLS_AT_ONCE = 4
 _ORDER = {"price": 0, "filing": 1, "earnings": 2, "analyst": 3, "news": 4}
+_CHECKS = ["prices", "filings", "insider trades", "earnings", "analyst ratings", "news"]
 
 
 async def detect_changes(symbols: Sequence[str], window: BriefWindow) -> DetectedChanges:
@@ -64,6 +65,7 @@ async def _symbol_changes(symbol: str, window: BriefWindow) -> DetectedChanges:
         found.changes.extend(filed.changes)
         evidence.filings.extend(filed.evidence)
     found.changes.sort(key=lambda change: _ORDER[change.kind])
+    found.unchecked.sort(key=lambda item: _CHECKS.index(item.check))
     if evidence.market or evidence.filings:
         found.evidence.append(evidence)
     return found
