@@ -43,6 +43,9 @@ logger = logging.getLogger(__name__)
 FIRST_WINDOW = timedelta(hours=24)
 # Earlier briefs whose changes are not reported again: a filing dated on the day two windows share.
 REPORTED_LOOKBACK = timedelta(days=30)
+# A brief still without its run this long after it started was left by a process that stopped while
+# checking (the checks are bounded well within it): the watchlist's next brief ends it `failed`.
+CHECKS_ABANDONED_AFTER = timedelta(minutes=30)
 # The owner's limits a brief's run can meet (chat.services.admission): the brief is recorded failed with one.
 LIMIT_CODES = frozenset({"too_many_runs", "rate_limited"})
 
@@ -97,6 +100,7 @@ async def start_brief(
 
 def _record(watchlist: Watchlist, scheduled_for: datetime | None, until: datetime) -> _Started:
     """The brief's row, its window following the last finished brief's; BriefSlotTaken for a taken slot."""
+    _end_abandoned(watchlist)
     earlier = Brief.objects.filter(watchlist=watchlist, status=Brief.Status.DONE, until__lte=until)
     previous = earlier.order_by("-until").first()
     since = previous.until if previous is not None else until - FIRST_WINDOW
@@ -124,6 +128,19 @@ def _record(watchlist: Watchlist, scheduled_for: datetime | None, until: datetim
         price_move_pct=settings.BRIEFS_PRICE_MOVE_PCT,
     )
     return _Started(brief, window)
+
+
+def _end_abandoned(watchlist: Watchlist) -> None:
+    """End, `failed`, the watchlist's briefs left without a run by a process that stopped while checking."""
+    abandoned = Brief.objects.filter(
+        watchlist=watchlist,
+        status=Brief.Status.RUNNING,
+        run__isnull=True,
+        created_at__lt=timezone.now() - CHECKS_ABANDONED_AFTER,
+    )
+    error = {"code": "interrupted", "message": "The server stopped while the changes were being checked."}
+    for brief_id in abandoned.values_list("pk", flat=True):
+        finish_brief(brief_id, Brief.Status.FAILED, error=error)
 
 
 @transaction.atomic

@@ -14,8 +14,10 @@ from datascraper.market_data.finding_schemas import ToolResult
 
 # Symbols checked at once: each takes about six calls, and Yahoo and the SEC limit how fast they are asked.
 SYMBOLS_AT_ONCE = 4
+# All of one symbol's checks (a call is bounded on its own; a busy day of 8-Ks makes several in a row).
+SYMBOL_TIMEOUT_S = 60.0
 _ORDER = {"price": 0, "filing": 1, "earnings": 2, "analyst": 3, "news": 4}
-_CHECKS = ["prices", "filings", "insider trades", "earnings", "analyst ratings", "news"]
+_CHECKS = ["prices", "filings", "insider trades", "earnings", "analyst ratings", "news", "all checks"]
 
 
 async def detect_changes(symbols: Sequence[str], window: BriefWindow) -> DetectedChanges:
@@ -24,7 +26,11 @@ async def detect_changes(symbols: Sequence[str], window: BriefWindow) -> Detecte
 
     async def one(symbol: str) -> DetectedChanges:
         async with limiter:
-            return await _symbol_changes(symbol, window)
+            try:
+                return await asyncio.wait_for(_symbol_changes(symbol, window), SYMBOL_TIMEOUT_S)
+            except TimeoutError:
+                reason = f"timeout: its checks took more than {SYMBOL_TIMEOUT_S:g} s"
+                return DetectedChanges(unchecked=[Unchecked(symbol=symbol, check="all checks", reason=reason)])
 
     detected = DetectedChanges()
     for found in await asyncio.gather(*(one(symbol) for symbol in symbols)):

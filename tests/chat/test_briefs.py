@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -250,3 +250,17 @@ def test_the_command_refuses_an_unknown_watchlist_without_a_traceback(watchlist_
         call_command("brief", watchlist_id)
 
     assert refused.value.returncode == 2 and "watchlist" in str(refused.value)
+
+
+async def test_a_brief_left_without_its_run_by_a_stopped_process_is_ended_by_the_next(api, fake_openai, filed):  # noqa: F811
+    watchlist = await apple_watchlist(api)
+    now = datetime.now(UTC)
+    left = await Brief.objects.acreate(
+        watchlist=watchlist, since=now - timedelta(days=2), until=now - timedelta(days=1)
+    )
+    await Brief.objects.filter(pk=left.pk).aupdate(created_at=now - timedelta(hours=1))
+
+    await start_brief(watchlist)
+
+    left = await Brief.objects.aget(pk=left.pk)
+    assert left.status == Brief.Status.FAILED and left.error["code"] == "interrupted" and left.finished_at
