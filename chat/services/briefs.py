@@ -99,17 +99,17 @@ async def start_brief(
 
 
 def _record(watchlist: Watchlist, scheduled_for: datetime | None, until: datetime) -> _Started:
-    """The brief's row, its window following the last finished brief's; BriefSlotTaken for a taken slot."""
+    """The brief's row, its window following the last finished brief's; BriefSlotTaken for a taken slot.
+
+    What a brief still being written found counts as reported too (a slow run, a frequent schedule): a
+    window that overlaps it does not report the same change twice. A failed brief's changes are not.
+    """
     _end_abandoned(watchlist)
-    earlier = Brief.objects.filter(watchlist=watchlist, status=Brief.Status.DONE, until__lte=until)
-    previous = earlier.order_by("-until").first()
+    earlier = Brief.objects.filter(watchlist=watchlist, until__lte=until)
+    previous = earlier.filter(status=Brief.Status.DONE).order_by("-until").first()
     since = previous.until if previous is not None else until - FIRST_WINDOW
-    reported = {
-        change["key"]
-        for changes in earlier.filter(until__gte=since - REPORTED_LOOKBACK).values_list("changes", flat=True)
-        for change in changes
-        if "key" in change
-    }
+    recent = earlier.exclude(status=Brief.Status.FAILED).filter(until__gte=since - REPORTED_LOOKBACK)
+    reported = {change["key"] for changes in recent.values_list("changes", flat=True) for change in changes}
     try:
         with transaction.atomic():
             brief = Brief.objects.create(watchlist=watchlist, scheduled_for=scheduled_for, since=since, until=until)
