@@ -1,9 +1,9 @@
 """`python manage.py brief WATCHLIST_ID`: make one brief of a watchlist now, from a terminal.
 
 The brief is made as the API makes it (chat.services.briefs.start_brief) and stored; the command waits for
-its run, then prints the answer and the changes with their sources on stdout, progress on stderr. Exit
-codes: 0 done, 1 failed (the reason on stderr), 2 no such watchlist, 3 still running when the wait ends
-(its run goes on with the queue backend's workers).
+its run and its delivery to the watchlist's channels, then prints the answer and the changes with their
+sources on stdout, progress on stderr. Exit codes: 0 done, 1 failed (the reason on stderr), 2 no such
+watchlist, 3 still running when the wait ends (its run goes on with the queue backend's workers).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from chat.db_calls import db_call
 from chat.models import Brief, Watchlist
 from chat.services.briefs import start_brief
+from chat.services.delivery import deliver_brief
 from datascraper.models_config import get_research_config
 from datascraper.research_engine.data.market_data_client import warm_up_market_data
 
@@ -56,6 +57,9 @@ class Command(BaseCommand):
             await asyncio.sleep(POLL_S)
             waited += POLL_S
             brief = await db_call(Brief.objects.get, pk=brief.pk)
+        if brief.status == Brief.Status.DONE and watchlist.channels:
+            self.stderr.write(f"» Delivering to {len(watchlist.channels)} channel(s)")
+            await deliver_brief(brief.pk)  # before the loop ends: what another task has is left to it
         return brief
 
     def report(self, brief: Brief) -> None:
