@@ -262,6 +262,12 @@ WATCHLISTS_MAX_PER_OWNER = env_count("WATCHLISTS_MAX_PER_OWNER", 20)
 # 1 lets a webhook point at loopback/private addresses (tests only; otherwise they are refused, as the
 # citation fetcher refuses them).
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+# The tokens of market data and filings a brief's research run is given to write from (0: no budget): the
+# results past it are left out, news first (datascraper.briefs.research).
+BRIEFS_MAX_TOKENS = env_count("BRIEFS_MAX_TOKENS", 30000)
+# A move between two official closes smaller than this (in percent) is reported, but is not on its own
+# worth a brief written by a model.
+BRIEFS_PRICE_MOVE_PCT = float(os.environ.get("BRIEFS_PRICE_MOVE_PCT") or "2")
 # A failed delivery waits BRIEFS_DELIVERY_BACKOFF seconds, then twice as long after each further failure,
 # never 60 s or more (chat.services.delivery); each attempt has BRIEFS_DELIVERY_TIMEOUT seconds.
 BRIEFS_DELIVERY_BACKOFF = float(os.environ.get("BRIEFS_DELIVERY_BACKOFF", "5"))

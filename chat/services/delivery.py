@@ -18,7 +18,6 @@ then see the brief twice: `X-Delivery-Id` and the brief's `id` let it tell).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from chat.brief_payload import brief_payload
+from chat.brief_schemas import webhook_body
 from chat.db_calls import db_call
 from chat.models import Brief, Delivery
 from chat.services import email_sender, webhook_sender
@@ -64,6 +63,24 @@ class ClaimedAttempt:
     started: datetime
 
 
+_background: set[asyncio.Task] = set()
+
+
+def deliver_in_background(brief_id: uuid.UUID) -> None:
+    """From the event loop a brief ended on: deliver it in a task of this loop (its deliveries are already
+    recorded with the brief's end, so one that this process does not finish is left to `deliver_due`)."""
+    task = asyncio.get_running_loop().create_task(deliver_brief(brief_id), name=f"deliver-brief-{brief_id}")
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def deliver_run_brief(run_id: uuid.UUID) -> None:
+    """After a run's answer is stored: deliver the brief it wrote, if it wrote one."""
+    brief_id = await db_call(lambda: Brief.objects.filter(run_id=run_id).values_list("pk", flat=True).first())
+    if brief_id is not None:
+        deliver_in_background(brief_id)
+
+
 async def deliver_brief(brief_id: uuid.UUID) -> None:
     """Deliver a finished (`done`) brief to its watchlist's channels. Returns when every delivery is
     delivered or failed, or was taken by another process; cancelling it leaves the rest to `deliver_due`."""
@@ -79,11 +96,9 @@ async def deliver_due() -> int:
     return len(delivery_ids)
 
 
-def _open_deliveries(brief_id: uuid.UUID) -> list[uuid.UUID]:
-    brief = Brief.objects.select_related("watchlist").get(pk=brief_id)
-    if brief.status != Brief.Status.DONE:
-        logger.warning("brief %s is %s: not delivered", brief_id, brief.status)
-        return []
+def record_deliveries(brief: Brief) -> None:
+    """One pending delivery per channel of a `done` brief's watchlist, due now; none added twice. Called in
+    the transaction that ends the brief, so a finished brief never lacks its deliveries."""
     now = _now()
     Delivery.objects.bulk_create(
         [
@@ -92,6 +107,14 @@ def _open_deliveries(brief_id: uuid.UUID) -> list[uuid.UUID]:
         ],
         ignore_conflicts=True,
     )
+
+
+def _open_deliveries(brief_id: uuid.UUID) -> list[uuid.UUID]:
+    brief = Brief.objects.select_related("watchlist").get(pk=brief_id)
+    if brief.status != Brief.Status.DONE:
+        logger.warning("brief %s is %s: not delivered", brief_id, brief.status)
+        return []
+    record_deliveries(brief)
     return list(Delivery.objects.filter(brief=brief, status__in=OPEN).values_list("id", flat=True))
 
 
@@ -159,7 +182,7 @@ async def _attempt(delivery: Delivery) -> AttemptResult:
         return permanent("channel_removed: the watchlist no longer has this channel")
     try:
         if delivery.kind == "webhook":
-            body = json.dumps(brief_payload(brief), ensure_ascii=False).encode()
+            body = webhook_body(brief)
             return await webhook_sender.post_brief(
                 channel["url"],
                 channel["secret"],

@@ -34,7 +34,22 @@ async def finished_brief(channels: list[dict], *, name: str = "Morning tech") ->
         scheduled_for=datetime(2026, 11, 27, 6, 30, tzinfo=UTC),
         since=datetime(2026, 11, 26, 6, 30, tzinfo=UTC),
         until=datetime(2026, 11, 27, 6, 30, tzinfo=UTC),
-        changes=[{"symbol": "AAPL", "kind": "filing", "summary": "8-K, Item 2.02", "source": 1}],
+        changes=[
+            {
+                "symbol": "AAPL",
+                "kind": "filing",
+                "summary": "8-K, Item 2.02",
+                "source": {
+                    "url": SOURCES[0]["url"],
+                    "title": SOURCES[0]["title"],
+                    "publisher": "SEC EDGAR",
+                    "date": "2026-11-26",
+                    "form": "8-K",
+                    "accession": "0000320193-26-000101",
+                },
+                "key": "filing:0000320193-26-000101",
+            }
+        ],
         answer=ANSWER,
         sources=SOURCES,
     )
