@@ -277,9 +277,10 @@ BRIEFS_DELIVERY_TIMEOUT = float(os.environ.get("BRIEFS_DELIVERY_TIMEOUT", "10"))
 BRIEFS_SCHEDULER = env_bool("BRIEFS_SCHEDULER", False) if os.environ.get("BRIEFS_SCHEDULER", "").strip() else None
 # Seconds between two looks at the due watchlists and deliveries: a brief starts within this of its time
 # (plus the look itself). A divisor of 60 up to 30, so that the queue's periodic task can tick on it.
-BRIEFS_TICK = env_count("BRIEFS_TICK", 10)
-if BRIEFS_TICK == 0 or BRIEFS_TICK > 30 or 60 % BRIEFS_TICK:
-    raise ImproperlyConfigured(f"BRIEFS_TICK must be a divisor of 60 from 1 to 30 (seconds); got {BRIEFS_TICK}.")
+_briefs_tick = os.environ.get("BRIEFS_TICK", "").strip() or "10"
+if not _briefs_tick.isdigit() or int(_briefs_tick) not in {1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30}:
+    raise ImproperlyConfigured(f"BRIEFS_TICK must be a divisor of 60 from 1 to 30 (seconds); got {_briefs_tick!r}.")
+BRIEFS_TICK = int(_briefs_tick)
 
 # E-mail (briefs' e-mail channels), with Django's names; the backend is Django's SMTP one.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")

@@ -14,12 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from croniter import croniter
+from django.core.management import call_command
 
 from chat.models import Brief, Watchlist
 from chat.schedules import Schedule
 from chat.services import brief_schedule, queue
 from chat.services.brief_schedule import _take, fire_due, slot_due, take_due
-from chat.services.brief_scheduler import BriefScheduler
+from chat.services.brief_scheduler import BriefScheduler, start_in_process_scheduler
 from tests.datascraper.conftest import filed, sec_server  # noqa: F401 (the fixtures)
 
 UTC_SEVEN = Schedule.parse("0 7 * * *", "UTC")
@@ -223,11 +224,8 @@ async def test_the_in_process_scheduler_survives_a_failing_look_and_stops_when_t
         second_look.set()
         return 0
 
-    async def no_deliveries() -> int:
-        return 0
-
     monkeypatch.setattr(brief_schedule, "fire_due", failing_then_counting)
-    monkeypatch.setattr(brief_schedule, "deliver_due", no_deliveries)
+    monkeypatch.setattr(brief_schedule, "deliver_due", nothing_due)
     scheduler = BriefScheduler(interval_s=0.01).start()
     await asyncio.wait_for(second_look.wait(), timeout=10)
     await scheduler.stop()
@@ -251,3 +249,39 @@ def test_the_workers_tick_is_a_periodic_task_every_briefs_tick_seconds():
         assert [ticks.get_next(datetime).second for _ in range(7)] == [10, 20, 30, 40, 50, 0, 10]
     finally:
         registry.pop(key, None)
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "backend", "runs_one"),
+    [(True, "inprocess", True), (None, "inprocess", False), (False, "inprocess", False), (True, "queue", False)],
+)
+async def test_a_web_process_runs_the_scheduler_only_when_asked_and_answering_runs_itself(
+    settings, monkeypatch, scheduler, backend, runs_one
+):
+    settings.BRIEFS_SCHEDULER, settings.RUNS_BACKEND = scheduler, backend
+    monkeypatch.setattr(brief_schedule, "fire_due", nothing_due)
+    monkeypatch.setattr(brief_schedule, "deliver_due", nothing_due)
+
+    started = start_in_process_scheduler()
+
+    assert (started is not None) == runs_one
+    if started is not None:
+        await started.stop()
+
+
+@pytest.mark.parametrize(("scheduler", "fires"), [(None, True), (True, True), (False, False)])
+def test_a_worker_fires_the_briefs_unless_told_not_to(settings, monkeypatch, scheduler, fires):
+    settings.BRIEFS_SCHEDULER, settings.RUNS_BACKEND = scheduler, "queue"
+    served: dict = {}
+
+    async def serve(**options) -> None:
+        served.update(options)
+
+    monkeypatch.setattr(queue, "serve", serve)
+    call_command("runworker")
+
+    assert served["briefs"] is fires
+
+
+async def nothing_due() -> int:
+    return 0
