@@ -84,15 +84,17 @@ def _take(watchlist: Watchlist, now: datetime) -> datetime | None:
 
 
 async def fire_due(now: datetime | None = None) -> int:
-    """Start the brief of every due watchlist's slot; how many this process started."""
-    taken = await db_call(take_due, now or timezone.now())
-    started = await asyncio.gather(*(_start(due) for due in taken))
+    """Start the brief of every due watchlist's slot, each covering the time up to `now` (the look's
+    moment); how many this process started."""
+    now = now or timezone.now()
+    taken = await db_call(take_due, now)
+    started = await asyncio.gather(*(_start(due, now) for due in taken))
     return sum(started)
 
 
-async def _start(due: DueSlot) -> bool:
+async def _start(due: DueSlot, now: datetime) -> bool:
     try:
-        await start_brief(due.watchlist, scheduled_for=due.slot)
+        await start_brief(due.watchlist, scheduled_for=due.slot, until=now)
     except BriefSlotTaken:
         return False  # another start of this slot got there first: its brief goes on
     except Exception:

@@ -14,9 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from croniter import croniter
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from chat.models import Brief, Watchlist
+from chat.models import Brief, Conversation, Message, ResearchRun, Watchlist
 from chat.schedules import Schedule
 from chat.services import brief_schedule, queue
 from chat.services.brief_schedule import _take, fire_due, slot_due, take_due
@@ -285,3 +286,31 @@ def test_a_worker_fires_the_briefs_unless_told_not_to(settings, monkeypatch, sch
 
 async def nothing_due() -> int:
     return 0
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_scheduled_brief_over_its_owners_run_limit_is_recorded_failed_with_the_limits_code(
+    filed,  # noqa: F811
+    fake_openai,
+    settings,
+):
+    # On 2025-01-31 Apple's 8-K of the day before is new: a brief worth a run, which the owner has no room for.
+    settings.CHAT_MAX_CONCURRENT_RUNS = 1
+    user = await get_user_model().objects.acreate(username="busy-analyst")
+    conversation = await Conversation.objects.acreate(user=user, title="busy")
+    question = await Message.objects.acreate(conversation=conversation, role="user", content="Still answering?")
+    await ResearchRun.objects.acreate(conversation=conversation, user_message=question)  # queued: in flight
+    row = await Watchlist.objects.acreate(
+        user=user, name="Apple", symbols=["AAPL"], schedule="0 12 * * *", timezone="UTC",
+        next_run_at=at("2025-01-31T12:00Z"),
+    )  # fmt: skip
+    await Watchlist.objects.filter(pk=row.pk).aupdate(created_at=at("2025-01-01T00:00Z"))
+
+    assert await fire_due(at("2025-01-31T12:00:05Z")) == 1
+
+    brief = await Brief.objects.aget(watchlist=row)
+    assert brief.scheduled_for == at("2025-01-31T12:00Z") and brief.until == at("2025-01-31T12:00:05Z")
+    assert brief.status == Brief.Status.FAILED and brief.error["code"] == "too_many_runs"
+    assert any(change["kind"] == "filing" for change in brief.changes)
+    assert fake_openai.requests == []
+    assert (await Watchlist.objects.aget(pk=row.pk)).next_run_at == at("2025-02-01T12:00Z")
