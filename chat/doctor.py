@@ -53,7 +53,7 @@ _STATUS_OF_LEVEL: dict[str, Status] = {"ok": "ok", "warning": "warn", "error": "
 DEFAULT_PAGE_URL = "https://www.example.com/"
 PROBE_SYMBOL = "AAPL"
 SEARCH_PROBE = "SEC EDGAR company filings"
-DATA_CHECKS = ("Yahoo quote", "Yahoo statement", "SEC filings")
+SETTINGS_CHECKS = ("Yahoo quote", "Yahoo statement", "SEC filings", "citation fetcher")
 CONFIGURATION_FIX = "Change the setting the line names (.env or the environment; README, Configuration)."
 YAHOO_FIX = "Yahoo may be rate limiting this address, or the network is down; try again later."
 SEC_FIX = "The SEC may be throttling this address (10 requests a second from all processes); try again later."
@@ -82,15 +82,15 @@ class Doctor:
 
     async def run(self) -> list[CheckResult]:
         await self._timed("configuration", self.check_configuration)
-        if self._config is None:  # no provider, nor the market data server, can be built from them
-            for name in ("key", "structured output", "web search", "search provider", *DATA_CHECKS):
+        if self._config is None:  # no provider, market data server or fetcher can be built from them
+            for name in ("key", "structured output", "web search", "search provider", *SETTINGS_CHECKS):
                 self.results.append(CheckResult(name, "skip", "needs valid settings (the configuration check)"))
         else:
             await self.run_provider_checks()
             await self._timed("Yahoo quote", self.check_quote)
             await self._timed("Yahoo statement", self.check_statement)
             await self._timed("SEC filings", self.check_sec)
-        await self._timed("citation fetcher", self.check_page_fetch)
+            await self._timed("citation fetcher", self.check_page_fetch)
         await self._timed("database", self.check_database)
         await self._timed("Redis", self.check_redis)
         await self._timed("workers", self.check_workers)
@@ -295,11 +295,10 @@ class Doctor:
         return result.structured_content
 
     async def check_page_fetch(self) -> CheckResult:
-        config = self._config or ResearchConfig()  # unreadable settings: the fetcher's defaults
         fetcher = PageFetcher(
-            timeout_s=min(config.citation_fetch_timeout_s, self.timeout_s),
-            max_bytes=config.citation_page_max_bytes,
-            is_allowed=any_address if config.citation_fetch_allow_private else is_public,
+            timeout_s=min(self.config.citation_fetch_timeout_s, self.timeout_s),
+            max_bytes=self.config.citation_page_max_bytes,
+            is_allowed=any_address if self.config.citation_fetch_allow_private else is_public,
         )
         try:
             page = await fetcher.fetch(self.page_url)

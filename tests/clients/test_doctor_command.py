@@ -18,6 +18,7 @@ from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.mcp_server import build_server
+from datascraper.providers import registry
 from datascraper.research_engine.data.market_data_client import set_market_data_client
 from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
@@ -26,6 +27,7 @@ from tests.fakes.page_server import FakePageServer, article
 from tests.fakes.searxng_server import FakeSearxng, searx_result
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
+from tests.provider_double import DOUBLE_KEY, ListingProvider, second_provider  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -262,3 +264,109 @@ def test_with_the_hosted_search_the_search_provider_check_is_skipped(provider, m
     output, _ = doctor("--page-url", public_page)
 
     assert lines_by_name(output)["search provider"].startswith("- search provider")
+
+
+def checks_by_name(output: str) -> dict[str, dict[str, object]]:
+    return {check["name"]: check for check in json.loads(output)["checks"]}
+
+
+def test_json_lists_a_check_for_each_model_provider_and_the_search_provider(
+    provider, market_data, public_page, searx, research_env, second_provider: ListingProvider
+):
+    research_env(
+        EVAL_JUDGE_MODEL="anthropic:claude-test",
+        ANTHROPIC_API_KEY=DOUBLE_KEY,
+        SEARCH_PROVIDER="searxng",
+        SEARXNG_URL=searx.url,
+    )
+
+    output, status = doctor("--json", "--page-url", public_page)
+
+    checks = checks_by_name(output)
+    assert status == 0, output
+    assert (checks["key"]["status"], checks["key"]["provider"]) == ("ok", "openai")
+    assert (checks["key anthropic"]["status"], checks["key anthropic"]["provider"]) == ("ok", "anthropic")
+    judge = checks["model EVAL_JUDGE_MODEL"]
+    assert (judge["status"], judge["provider"]) == ("ok", "anthropic")
+    assert judge["detail"] == "anthropic:claude-test, no shutdown announced"
+    assert checks["model RESEARCH_MODEL"]["provider"] == "openai"
+    search = checks["search provider"]
+    assert (search["status"], search["provider"]) == ("ok", "searxng")
+    assert second_provider.listings == 1
+    assert len([request for request in provider.requests if request.path == "/v1/models"]) == 1
+
+
+def test_a_provider_without_its_key_fails_its_own_check_naming_the_variable(
+    provider, market_data, public_page, research_env, second_provider: ListingProvider
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-test", ANTHROPIC_API_KEY="")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["key anthropic"].startswith("✗") and "ANTHROPIC_API_KEY is not set" in lines["key anthropic"]
+    assert "fix: Put ANTHROPIC_API_KEY=... in .env or the environment." in output
+    assert lines["model EVAL_JUDGE_MODEL"].startswith("-")
+    for name in ("key", "model RESEARCH_MODEL", "structured output", "web search"):  # the planner's provider works
+        assert lines[name].startswith("✓"), lines[name]
+    assert second_provider.listings == 0
+
+
+def test_a_judge_model_its_provider_does_not_list_fails_naming_the_setting(
+    provider, market_data, public_page, research_env, second_provider: ListingProvider
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-old", ANTHROPIC_API_KEY=DOUBLE_KEY)
+
+    output, status = doctor("--page-url", public_page)
+
+    assert status == 1
+    assert lines_by_name(output)["model EVAL_JUDGE_MODEL"].startswith("✗")
+    assert "'anthropic:claude-old' was shut down on 2026-01-01: set EVAL_JUDGE_MODEL" in output
+
+
+def test_settings_that_stop_every_other_command_are_doctor_s_failing_configuration_check(
+    provider, market_data, public_page, research_env
+):
+    research_env(RESEARCH_CONCURRENCY="1000")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["configuration"].startswith("✗ configuration")
+    assert "Invalid research settings (concurrency): check the RESEARCH_* variables." in lines["configuration"]
+    assert "fix: Change the setting the line names" in output
+    for name in ("key", "structured output", "web search", "search provider", "Yahoo quote", "citation fetcher"):
+        assert lines[name].startswith("-") and "needs valid settings" in lines[name], lines[name]
+    assert lines["database"].startswith("✓")
+    assert provider.requests == []
+
+
+def test_a_provider_not_available_fails_the_configuration_check_and_the_others_are_checked(
+    provider, market_data, public_page, research_env, monkeypatch
+):
+    monkeypatch.delitem(registry._IMPLEMENTED, "google", raising=False)
+    monkeypatch.setattr(registry, "_providers", {})
+    research_env(EVAL_JUDGE_MODEL="google:gemini-test")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["configuration"].startswith("✗") and (
+        "EVAL_JUDGE_MODEL names the provider 'google', which is not available yet" in lines["configuration"]
+    )
+    assert lines["key google"].startswith("-") and "not available in this version" in lines["key google"]
+    for name in ("key", "model RESEARCH_PLANNER_MODEL", "model RESEARCH_MODEL", "structured output", "web search"):
+        assert lines[name].startswith("✓"), lines[name]
+
+
+def test_with_valid_settings_the_configuration_check_names_each_model_and_the_search(
+    provider, market_data, public_page
+):
+    output, _ = doctor("--page-url", public_page)
+
+    line = lines_by_name(output)["configuration"]
+    assert line.startswith("✓ configuration")
+    assert "RESEARCH_PLANNER_MODEL=openai:gpt-5.4-mini, RESEARCH_MODEL=openai:gpt-5.4, SEARCH_PROVIDER=hosted" in line

@@ -17,8 +17,10 @@ from config.asgi import MarketDataLifespan
 from datascraper.models_config import ResearchConfig
 from datascraper.providers import lifecycle
 from datascraper.providers.lifecycle import check_models, start_model_check
+from datascraper.providers.warm_up import warm_up_models
 from tests.config.test_asgi_lifespan import LifespanDriver
 from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
+from tests.provider_double import DOUBLE_KEY, second_provider  # noqa: F401  (the fixture)
 
 TODAY = date(2026, 11, 26)
 
@@ -154,3 +156,59 @@ async def test_staff_see_the_last_model_check_on_the_status(api, fake_openai, re
         "shutdown_date": "2026-12-11",
         "message": "'gpt-5-mini' shuts down on 2026-12-11: set RESEARCH_PLANNER_MODEL to a current model before then.",
     }
+
+
+async def test_each_provider_whose_key_is_set_is_listed_once_and_its_models_judged(
+    fake_openai, research_env, second_provider
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-old", ANTHROPIC_API_KEY=DOUBLE_KEY)
+
+    report = await check_models(today=TODAY)
+
+    assert [(p.provider, p.level) for p in report.providers] == [("openai", "ok"), ("anthropic", "ok")]
+    assert report.providers[0].models_listed and report.providers[1].models_listed == 2
+    assert [(c.setting, c.model, c.provider, c.level) for c in report.checks] == [
+        ("RESEARCH_PLANNER_MODEL", "gpt-5.4-mini", "openai", "ok"),
+        ("RESEARCH_MODEL", "gpt-5.4", "openai", "ok"),
+        ("EVAL_JUDGE_MODEL", "anthropic:claude-old", "anthropic", "error"),
+    ]
+    assert "'anthropic:claude-old' was shut down on 2026-01-01: set EVAL_JUDGE_MODEL" in report.checks[2].message
+    assert second_provider.listings == 1
+
+
+async def test_a_provider_without_its_key_is_not_asked_and_the_others_are_checked(
+    fake_openai, research_env, second_provider
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-test", ANTHROPIC_API_KEY="")
+
+    report = await check_models(today=TODAY)
+
+    assert report.level == "ok" and [p.provider for p in report.providers] == ["openai"]
+    assert [c.setting for c in report.checks] == ["RESEARCH_PLANNER_MODEL", "RESEARCH_MODEL"]
+    assert second_provider.listings == 0
+
+
+async def test_a_provider_that_fails_leaves_the_others_checked_and_names_what_failed(
+    fake_openai, research_env, second_provider
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-test", ANTHROPIC_API_KEY=DOUBLE_KEY)
+    fake_openai.revoked_keys.add("test-key")
+
+    report = await check_models(today=TODAY)
+
+    assert [(p.provider, p.level, p.error_code) for p in report.providers] == [
+        ("openai", "error", "provider_auth_failed"),
+        ("anthropic", "ok", None),
+    ]
+    assert report.error_code == "provider_auth_failed" and report.level == "error"
+    assert [c.setting for c in report.checks] == ["EVAL_JUDGE_MODEL"]
+
+
+async def test_only_the_providers_whose_key_is_set_are_warmed_up(fake_openai, research_env, second_provider):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-test", ANTHROPIC_API_KEY="")
+    await warm_up_models()
+    assert second_provider.warm_ups == 0
+
+    research_env(ANTHROPIC_API_KEY=DOUBLE_KEY)
+    await warm_up_models()
+    assert second_provider.warm_ups == 1
