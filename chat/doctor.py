@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal
 
@@ -179,7 +179,7 @@ class Doctor:
         listing = self._listings.get(ref.provider)
         if listing is None:
             return CheckResult(name, "skip", "needs a working key", provider=ref.provider)
-        check = judge_model(setting, ref, listing, date.today())
+        check = judge_model(setting, ref, listing, datetime.now(UTC).date())
         status = _STATUS_OF_LEVEL[check.level]
         detail = str(ref) + (
             f", shuts down {check.shutdown_date}" if check.shutdown_date else ", no shutdown announced"

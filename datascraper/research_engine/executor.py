@@ -164,22 +164,16 @@ async def answer_sub_question(
     else:
         emit(StepEvent(sub_question_id=step.id, state="started", route="web_search", model=model))
 
-    search = web_answer(
-        step.question,
-        instructions=prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
-        config=config,
-        ledger=ledger,
-        today=today,
-    )
+    instructions = prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS
+    search = web_answer(step.question, instructions=instructions, config=config, ledger=ledger, today=today)
     try:
         async for _ in search:
             pass
     except ACCOUNT_FAILURES:
         raise
     except ResearchError as exc:
-        return _failed(
-            step, emit, started, route="web_search", code=exc.code, fallback_reason=attempt.fallback_reason, model=model
-        )
+        reason = attempt.fallback_reason
+        return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=reason, model=model)
     result = search.result
     emit(_step(step, "done", "web_search", started, model=model))
     return Finding(
