@@ -10,8 +10,8 @@ class ChatConfig(AppConfig):
     refuse_bad_configuration = True
 
     def ready(self) -> None:
-        """Refuse to start on bad RESEARCH_* settings, a model whose provider is not available, or a
-        SEARCH_PROVIDER not available yet, rather than fail every run later."""
+        """Refuse to start on bad RESEARCH_* settings (an unknown provider or SEARCH_PROVIDER among them), or
+        hosted search with a research model that has none, rather than fail every run later."""
         import chat.checks  # noqa: F401  registers the models' lifecycle check
         from datascraper.providers.availability import ConfigurationRefused, checked_configuration
 

@@ -39,7 +39,7 @@ def configured_models_are_live(app_configs: object = None, **kwargs: object) -> 
         return []
     messages: list[checks.CheckMessage] = []
     for provider in report.providers:
-        if provider.level == "error":
+        if provider.level != "ok":
             message = f"The models of {provider.provider} could not be checked: {provider.message}"
             messages.append(checks.Warning(message, id="chat.W101"))
     for check in report.checks:

@@ -23,7 +23,7 @@ from django.db.migrations.executor import MigrationExecutor
 from pydantic import BaseModel, ValidationError
 
 from datascraper.citations.fetcher import PageFetcher, PageUnreachable, any_address, is_public
-from datascraper.errors import ResearchError, SearchFormatRefused, SearchNotConfigured, SearchProviderNotAvailable
+from datascraper.errors import ResearchError, SearchFormatRefused, SearchNotConfigured
 from datascraper.filings.config import FilingsConfig
 from datascraper.filings.limiter import budget_sharing
 from datascraper.market_data.errors import MarketDataError
@@ -39,7 +39,6 @@ from datascraper.models_config import (
 from datascraper.providers.availability import ConfigurationRefused, checked_configuration
 from datascraper.providers.base import ModelListing
 from datascraper.providers.lifecycle import judge_model, list_models_of
-from datascraper.providers.registry import available_providers
 from datascraper.providers.structured import parse_structured
 from datascraper.research_engine.data.market_data_client import get_market_data_client
 from datascraper.schemas import UsageLedger
@@ -77,6 +76,7 @@ class Doctor:
     timeout_s: float = CHECK_TIMEOUT_S
     results: list[CheckResult] = field(default_factory=list)
     _config: ResearchConfig | None = None
+    _answering: set[ProviderName] = field(default_factory=set)  # key set and accepted
     _listings: dict[ProviderName, ModelListing] = field(default_factory=dict)
     _listing_ms: dict[ProviderName, int | None] = field(default_factory=dict)
 
@@ -100,10 +100,6 @@ class Doctor:
         """Each model provider the settings name (its key, its model list), each configured model, one call of
         each kind a question makes, and the search provider."""
         for provider in dict.fromkeys(ref.provider for _, ref in self.config.model_settings()):
-            if provider not in available_providers():
-                detail = f"{provider} is not available in this version (the configuration check)"
-                self.results.append(CheckResult(key_check_name(provider), "skip", detail, provider=provider))
-                continue
             await self._timed(key_check_name(provider), partial(self.check_provider, provider), provider=provider)
             self._listing_ms[provider] = self.results[-1].latency_ms  # the model checks come from this listing
         for setting, ref in self.config.model_settings():
@@ -130,7 +126,7 @@ class Doctor:
         provider: str | None = None,
         needs_listing: bool = False,
     ) -> None:
-        if needs_listing and provider not in self._listings:
+        if needs_listing and provider not in self._answering:
             self.results.append(CheckResult(name, "skip", "needs a working key", provider=provider))
             return
         started = time.monotonic()
@@ -168,8 +164,12 @@ class Doctor:
             return CheckResult("", "fail", f"{required} is not set", fix=fix)
         if listed.error_code == "provider_auth_failed":
             return CheckResult("", "fail", "the provider rejected the key", fix=f"Create a new key and set {key}.")
+        if listed.level == "warning":  # it answers, and keeps no model list: the models go unchecked
+            self._answering.add(provider)
+            return CheckResult("", "warn", listed.message)
         if listing is None:
             return CheckResult("", "fail", listed.message, fix=f"Check {base_url} and the network.")
+        self._answering.add(provider)
         self._listings[provider] = listing
         return CheckResult("", "ok", "accepted")
 
@@ -178,7 +178,8 @@ class Doctor:
         name = f"model {setting}"
         listing = self._listings.get(ref.provider)
         if listing is None:
-            return CheckResult(name, "skip", "needs a working key", provider=ref.provider)
+            why = "the provider lists no models" if ref.provider in self._answering else "needs a working key"
+            return CheckResult(name, "skip", why, provider=ref.provider)
         check = judge_model(setting, ref, listing, datetime.now(UTC).date())
         status = _STATUS_OF_LEVEL[check.level]
         detail = str(ref) + (
@@ -240,8 +241,6 @@ class Doctor:
             found = await search.search(
                 SEARCH_PROBE, limit=3, timeout_s=min(self.config.request_timeout_s, self.timeout_s)
             )
-        except SearchProviderNotAvailable:
-            return CheckResult("", "skip", f"{name} is not available in this version (the configuration check)")
         except ResearchError as exc:
             return CheckResult("", "fail", f"{name}: {exc.code}: {exc.message}", fix=_search_fix(exc, name))
         if not found:

@@ -1,7 +1,7 @@
-"""Conversations, their messages, the research runs that answer them, and API keys.
+"""Conversations, their messages, the research runs that answer them, API keys, watchlists and their briefs.
 
-Every conversation belongs to one owner: a user (API key or logged-in session) or an anonymous browser
-session. Messages and runs are owned through their conversation.
+Every conversation and every watchlist belongs to one owner: a user (API key or logged-in session) or an
+anonymous browser session. Messages and runs are owned through their conversation.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from chat.schedules import MAX_CRON_CHARS
 
 
 class Conversation(models.Model):
@@ -179,3 +181,100 @@ class ApiKey(models.Model):
     @staticmethod
     def digest_of(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
+
+
+class Watchlist(models.Model):
+    """Symbols followed on a schedule, and where their briefs go (docs/briefs.md). The fields are checked
+    by chat.services.watchlist_input before they are stored; `next_run_at` is the schedule's next firing
+    (a UTC instant, chat.schedules), kept for the scheduler to come."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="watchlists"
+    )
+    session_key = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    name = models.CharField(max_length=100)
+    symbols = models.JSONField(default=list, help_text="Yahoo symbols, upper-case, each once.")
+    schedule = models.CharField(max_length=MAX_CRON_CHARS, help_text="A 5-field cron expression, read in `timezone`.")
+    timezone = models.CharField(max_length=64, help_text="The IANA time zone the schedule is read in.")
+    channels = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Where briefs go: {type: webhook, url, secret} or {type: email, to}. Secrets are never sent back.",
+    )
+    next_run_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, session_key__isnull=True)
+                | Q(user__isnull=True, session_key__isnull=False),
+                name="watchlist_has_exactly_one_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Brief(models.Model):
+    """One brief of a watchlist: what changed for its symbols between `since` and `until`, found by the data
+    tools, and the research run that wrote it up (none when nothing material changed). A scheduled brief
+    names its slot (`scheduled_for`, the schedule's firing it answers): one brief per watchlist per slot,
+    enforced by the unique constraint, whatever the number of processes that try to start it."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    watchlist = models.ForeignKey(Watchlist, on_delete=models.CASCADE, related_name="briefs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    scheduled_for = models.DateTimeField(null=True, blank=True, help_text="The schedule's firing; null: run on demand.")
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    changes = models.JSONField(default=list, blank=True, help_text="[{symbol, kind, summary, source}], as found.")
+    run = models.OneToOneField(
+        ResearchRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="brief"
+    )
+    answer = models.TextField(blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    error = models.JSONField(null=True, blank=True, help_text="{code, message} when the brief failed.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["watchlist", "scheduled_for"], name="one_brief_per_watchlist_slot")
+        ]
+
+
+class Delivery(models.Model):
+    """A brief's delivery to one of its watchlist's channels (as the channel was when the brief was made),
+    with every attempt recorded; once `delivered`, never sent again."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RETRYING = "retrying"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    brief = models.ForeignKey(Brief, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.PositiveSmallIntegerField(help_text="The channel's index in the watchlist's channels.")
+    kind = models.CharField(max_length=16, help_text="webhook or email")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.JSONField(
+        default=list, blank=True, help_text="One entry per attempt: {at, outcome, status_code?, error?}."
+    )
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["channel"]
+        constraints = [models.UniqueConstraint(fields=["brief", "channel"], name="one_delivery_per_brief_channel")]

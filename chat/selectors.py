@@ -7,7 +7,7 @@ import uuid
 from django.db.models import F, QuerySet
 
 from chat.callers import Caller
-from chat.models import Conversation, Message, ResearchRun
+from chat.models import Conversation, Message, ResearchRun, Watchlist
 
 # What a question takes with it as context: its conversation's most recent messages, this many.
 MAX_HISTORY_MESSAGES = 20
@@ -39,3 +39,11 @@ def history_before(message: Message, *, limit: int = MAX_HISTORY_MESSAGES) -> li
         .order_by("-created_at")[:limit]
     )
     return list(reversed(earlier))
+
+
+def watchlists_for(caller: Caller) -> QuerySet[Watchlist]:
+    return Watchlist.objects.filter(**caller.owner_filter()).order_by("-created_at")
+
+
+def watchlist_for(caller: Caller, watchlist_id: uuid.UUID) -> Watchlist | None:
+    return watchlists_for(caller).filter(pk=watchlist_id).first()

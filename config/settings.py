@@ -254,6 +254,15 @@ TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 RATELIMIT_FAIL_OPEN = True
 # --- end of admission control ---------------------------------------------------------------------------
 
+# --- Watchlists and briefs (docs/briefs.md) ---------------------------------------------------------------
+# The smallest gap allowed between two firings of a watchlist's schedule, in seconds (equal is allowed).
+BRIEFS_MIN_INTERVAL = env_count("BRIEFS_MIN_INTERVAL", 3600)
+# Watchlists one owner may keep.
+WATCHLISTS_MAX_PER_OWNER = env_count("WATCHLISTS_MAX_PER_OWNER", 20)
+# 1 lets a webhook point at loopback/private addresses (tests only; otherwise they are refused, as the
+# citation fetcher refuses them).
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
     if TRUSTED_PROXIES:

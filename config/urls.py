@@ -3,6 +3,9 @@ from django.urls import path, re_path
 
 from chat import openai_compat, pages, views
 from chat.api import api
+from chat.api_watchlists import router as watchlists
+
+api.add_router("/watchlists", watchlists)
 
 urlpatterns = [
     path("", pages.index, name="index"),

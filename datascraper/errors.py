@@ -34,20 +34,6 @@ class ProviderNotConfigured(ResearchError):
         return cls(f"The answering model is not configured: set {setting}.")
 
 
-class ProviderNotAvailable(ProviderNotConfigured):
-    """A model setting names a provider of the contract that this version does not implement yet. Refused as
-    the process starts (`chat.apps`); a run that met it would end as `provider_not_configured`."""
-
-    def __init__(self, setting: str | None, provider: str, available: tuple[str, ...]) -> None:
-        names = setting or "A model setting"
-        super().__init__(
-            f"{names} names the provider '{provider}', which is not available yet: use "
-            f"{' or '.join(available)} (a model without a prefix is {available[0]}'s)."
-        )
-        self.setting = setting
-        self.provider = provider
-
-
 class SearchNotConfigured(ProviderNotConfigured):
     """The search provider's address or key is missing or not a URL: nothing was sent."""
 
@@ -64,14 +50,17 @@ class SearchFormatRefused(ProviderNotConfigured):
     )
 
 
-class SearchProviderNotAvailable(ProviderNotAvailable):
-    """SEARCH_PROVIDER names a search API of the contract that this version does not implement yet."""
+class HostedSearchUnavailable(ProviderNotConfigured):
+    """SEARCH_PROVIDER=hosted with a research model whose provider has no hosted web search (a Chat
+    Completions server): every web search would fail, so the process refuses to start on it."""
 
-    def __init__(self, provider: str, available: tuple[str, ...]) -> None:
-        ProviderNotConfigured.__init__(
-            self, f"SEARCH_PROVIDER names '{provider}', which is not available yet: use {' or '.join(available)}."
+    def __init__(self, setting: str | None, provider: str) -> None:
+        super().__init__(
+            f"SEARCH_PROVIDER=hosted needs a research model with its provider's own web search, and "
+            f"{setting or 'RESEARCH_MODEL'} names the provider '{provider}', which has none: set SEARCH_PROVIDER "
+            f"to a search API (searxng).",
         )
-        self.setting = "SEARCH_PROVIDER"
+        self.setting = setting
         self.provider = provider
 
 
@@ -116,6 +105,16 @@ class NothingFound(UpstreamError):
     default_message = "The web search found no page that could be read."
 
 
+class ModelsNotListed(UpstreamError):
+    """The server has no model list (`GET /v1/models` answered 404): the configured models cannot be checked
+    against it. Nothing else is wrong with it; runs go on."""
+
+    default_message = (
+        "The OpenAI-compatible server at OPENAI_COMPATIBLE_BASE_URL does not list its models (GET /v1/models "
+        "answered 404): the configured models cannot be checked."
+    )
+
+
 class DeadlineExceeded(ResearchError):
     """The run's hard deadline (`RESEARCH_RUN_TIMEOUT`) passed before an answer was written.
 
@@ -139,6 +138,20 @@ class ProviderQuotaExceeded(ResearchError):
 
     code = "provider_quota_exceeded"
     default_message = "The model provider's account has no credit left: check the plan and billing of OPENAI_API_KEY."
+
+
+class SearchAuthFailed(ProviderAuthFailed):
+    """A search API refused its key (missing, wrong or revoked): every search would be refused alike."""
+
+    def __init__(self, api: str, setting: str) -> None:
+        super().__init__(f"{api} rejected the configured key: check {setting}.")
+
+
+class SearchQuotaExceeded(ProviderQuotaExceeded):
+    """A search API's account is out of credit or over its plan's limit: waiting within a run does not help."""
+
+    def __init__(self, api: str, setting: str) -> None:
+        super().__init__(f"{api} refused the search: the account of {setting} has no credit or plan usage left.")
 
 
 class ModelUnavailable(ResearchError):

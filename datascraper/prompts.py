@@ -68,6 +68,25 @@ def searched_question(question: str, passages: Sequence[tuple[str, str, str]]) -
     return f"Question: {question}\n\nPassages:\n\n" + "\n\n".join(blocks)
 
 
+# A model server that refuses the `json_schema` response format gets its structured answer's schema here
+# (`providers.openai_compatible.structured`), and once, when its answer does not validate, the errors back.
+JSON_ANSWER_RULES = """\
+Answer with one JSON object and nothing else (no prose, no code fence). It must be valid against this JSON \
+schema, every property present: {schema}"""
+JSON_REPAIR_REQUEST = """\
+That answer is not valid against the schema:
+{problems}
+Answer again with the corrected JSON object only."""
+
+
+def json_answer_rules(schema: str) -> str:
+    return JSON_ANSWER_RULES.format(schema=schema)
+
+
+def json_repair_request(problems: str) -> str:
+    return JSON_REPAIR_REQUEST.format(problems=problems)
+
+
 def with_today(instructions: str, today: date) -> str:
     """Instructions plus today's date: models otherwise assume their training cut-off is "now"."""
     return f"{instructions}\nToday's date is {today:%A}, {today:%B} {today.day}, {today.year} ({today.isoformat()})."

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from datascraper import prompts
 from datascraper.figures import figures_in, near
 from datascraper.schemas import Route, Source, SubQuestionType, UsageLedger
+from datascraper.sources import publisher_url
 
 logger = logging.getLogger("datascraper.quality")
 
@@ -110,7 +111,7 @@ def compute_signals(record: RunRecord) -> dict[str, Any]:
         },
         "by_model": {model: usage.model_dump() for model, usage in record.usage.by_model.items()},
         "sources": len(record.sources),
-        "distinct_domains": len({_domain(s.url) for s in record.sources}),
+        "distinct_domains": len({_domain(publisher_url(s)) for s in record.sources}),
         "citations": citation_integrity(record.answer, record.sources, dropped=record.citations_dropped),
         "numbers": record.numbers.signal(),
     }

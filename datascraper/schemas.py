@@ -82,6 +82,9 @@ class Source(BaseModel):
     # annotations carry no date) and who publishes it. Left out of the JSON when unknown.
     published: date | None = Field(default=None, exclude_if=lambda value: value is None)
     domain_type: DomainType | None = Field(default=None, exclude_if=lambda value: value is None)
+    # Web only: the publisher's domain when `url` does not name it, a search tool's redirect to the page
+    # (Gemini's grounding links all live on Google's host); who publishes the page is judged by it.
+    site: str | None = Field(default=None, exclude_if=lambda value: value is None)
     # Filings only (`kind: "filing"`): the SEC form (10-K, 10-Q, 8-K, 4, ...), the period it reports on (its
     # fiscal label, "FY2024" or "Q1 FY2025", or the event's or trade's day for an 8-K or a Form 4) and the
     # day it was filed.
@@ -177,12 +180,18 @@ class ModelUsage(BaseModel):
 
 
 class UsageLedger(BaseModel):
-    """Usage of one run, by model name."""
+    """Usage of one run: by model name, and the search API calls by search provider (`SEARCH_PROVIDER`),
+    which are billed per search as the hosted tool's are (those are the research model's `web_search_calls`)."""
 
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
+    search_calls: dict[str, int] = Field(default_factory=dict)
 
     def record(self, model: str, usage: ModelUsage) -> None:
         self.by_model.setdefault(model, ModelUsage()).add(usage)
+
+    def record_search(self, provider: str) -> None:
+        """One search a search API answered (a refused or failed attempt is not counted)."""
+        self.search_calls[provider] = self.search_calls.get(provider, 0) + 1
 
     @property
     def calls(self) -> int:

@@ -14,6 +14,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from datascraper.schemas import Source
 
 
+def publisher_url(source: Source) -> str:
+    """The address that says who publishes `source`: its own, or for a redirect the site it leads to."""
+    return f"https://{source.site}/" if source.site else source.url
+
+
 def clean_url(url: str) -> str:
     """The URL without tracking parameters (`utm_source=openai` and kin): one page, one source."""
     parts = urlsplit(url)
@@ -29,6 +34,7 @@ class _CitedPage:
     n: int
     url: str
     title: str
+    site: str | None = None
 
 
 class CitedPages:
@@ -42,13 +48,14 @@ class CitedPages:
         self._next_n = source_offset + 1
         self._pages: dict[str, _CitedPage] = {}
 
-    def cite(self, url: str, title: str, *, provisional_title: bool = False) -> int:
+    def cite(self, url: str, title: str, *, provisional_title: bool = False, site: str | None = None) -> int:
         """The number of `url`'s page, registering it if new. A `provisional_title` (an inline link's label,
-        which only names the domain) never replaces a title already known; a real one replaces it."""
+        which only names the domain) never replaces a title already known; a real one replaces it. `site`
+        is the publisher's domain when `url` is a redirect that does not name it."""
         key = clean_url(url)
         page = self._pages.get(key)
         if page is None:
-            page = self._pages[key] = _CitedPage(n=self._next_n, url=key, title=title)
+            page = self._pages[key] = _CitedPage(n=self._next_n, url=key, title=title, site=site)
             self._next_n += 1
         elif not provisional_title and title:
             page.title = title
@@ -56,4 +63,4 @@ class CitedPages:
 
     @property
     def sources(self) -> list[Source]:
-        return [Source(n=p.n, title=p.title, url=p.url, kind="web") for p in self._pages.values()]
+        return [Source(n=p.n, title=p.title, url=p.url, kind="web", site=p.site) for p in self._pages.values()]

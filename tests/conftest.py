@@ -8,7 +8,12 @@ import pytest
 
 from tests.asgi_server import ThreadedAsgiServer
 
-pytest_plugins = ["tests.fakes.openai_fixtures", "tests.fakes.page_fixtures"]
+pytest_plugins = [
+    "tests.fakes.openai_fixtures",
+    "tests.fakes.anthropic_fixtures",
+    "tests.fakes.page_fixtures",
+    "tests.fakes.chat_completions_fixtures",
+]
 
 # No process of the suite (this one, the app and worker processes it starts) starts the real market data
 # server ahead of use: tests install their own client on the fake yfinance. Warm-up's own tests turn it on.

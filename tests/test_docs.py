@@ -239,7 +239,10 @@ def _examples() -> list[tuple[Path, int, str, str]]:
 
 # The examples show the product's defaults: the suite's own settings (CITATION_VERIFY=0, ...) and a reader's
 # configuration are not passed on to the scripts.
-SETTINGS_PREFIXES = ("RESEARCH_", "CITATION_", "MARKET_DATA_", "OPENAI_", "CHAT_", "RUNS_", "SEC_", "SEARCH_", "SEARXNG_")
+SETTINGS_PREFIXES = (
+    *("RESEARCH_", "CITATION_", "MARKET_DATA_", "OPENAI_", "CHAT_", "RUNS_", "SEC_"),
+    *("SEARCH_", "SEARXNG_", "TAVILY_", "BRAVE_", "EXA_"),
+)
 
 
 def _run_example(command: str) -> str:

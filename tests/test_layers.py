@@ -39,22 +39,30 @@ LAYERS: list[tuple[str, ...]] = [
         "datascraper.stream_rewriter",
         "datascraper.providers.base",
         "datascraper.providers.breaker",
+        "datascraper.providers.sse",
+        "datascraper.providers.event_stream",
         "datascraper.search",
     ),
-    ("datascraper.providers.openai",),
+    (
+        "datascraper.providers.openai",
+        "datascraper.providers.anthropic",
+        "datascraper.providers.google",
+        "datascraper.providers.openai_compatible",
+    ),
     ("datascraper.providers",),
     ("datascraper.web_search", "datascraper.citations", "datascraper.quality_logger"),
     ("datascraper.search.answer",),
     ("datascraper.query_analyzer",),
     ("datascraper.research_engine",),
     ("datascraper.evaluation",),
-    ("chat.models", "chat.db_calls", "chat.redis_client", "chat.request_bodies"),
+    ("chat.models", "chat.db_calls", "chat.redis_client", "chat.request_bodies", "chat.schedules", "chat.watchlist_schemas"),
     ("chat.event_store", "chat.callers", "chat.selectors"),
     ("chat.events",),
     ("chat.services",),
     ("chat.checks", "chat.doctor", "chat.schemas", "chat.openai_schemas"),
     (
         "chat.api",
+        "chat.api_watchlists",
         "chat.views",
         "chat.pages",
         "chat.openai_compat",
@@ -65,10 +73,21 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("config",),
 ]
-PEERS = {("datascraper.market_data", "datascraper.filings")}
+PEERS = {
+    ("datascraper.market_data", "datascraper.filings"),
+    ("datascraper.providers.openai", "datascraper.providers.anthropic"),
+    ("datascraper.providers.openai", "datascraper.providers.google"),
+    ("datascraper.providers.anthropic", "datascraper.providers.google"),
+    ("datascraper.providers.anthropic", "datascraper.providers.openai_compatible"),
+    ("datascraper.providers.openai_compatible", "datascraper.providers.google"),
+}
 # Each model provider's SDK, and the only packages that may import it: everything else calls the provider
 # interface (`datascraper.providers.base`), so the research engine never knows which provider answers.
-SDK_OWNERS: dict[str, tuple[str, ...]] = {"openai": ("datascraper.providers.openai",)}
+SDK_OWNERS: dict[str, tuple[str, ...]] = {
+    "openai": ("datascraper.providers.openai", "datascraper.providers.openai_compatible"),
+    "anthropic": ("datascraper.providers.anthropic",),
+    "google": ("datascraper.providers.google",),
+}
 
 
 def layer_of(module: str) -> tuple[int, str]:

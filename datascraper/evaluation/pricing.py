@@ -8,7 +8,9 @@ from the table, or one that searched with a provider whose search price is not i
 
 Only prices read on the provider's own pricing page are listed. Not listed yet, for want of a page read:
 Google's Gemini models and its search grounding, Anthropic's web search tool, and any `openai-compatible`
-server (a local one costs nothing per token, a hosted one what its operator charges).
+server (a local one costs nothing per token, a hosted one what its operator charges). The search APIs'
+calls (`UsageLedger.search_calls`) are priced per search API the same way; SearxNG is the operator's own
+instance and charges nothing per search.
 """
 
 from __future__ import annotations
@@ -71,6 +73,25 @@ PRICES: dict[ProviderName, dict[str, ModelPrice]] = {
         "claude-haiku-4-5": _anthropic(1.00, 0.10, 5.00),
     },
 }
+
+
+@dataclass(frozen=True)
+class SearchPrice:
+    """USD per 1,000 searches of a search API as the app calls it, and where and when that was read."""
+
+    per_1k: float
+    source: str
+    checked: date
+
+
+SEARCH_PRICES: dict[str, SearchPrice] = {
+    # `search_depth: basic` costs 1 credit; pay-as-you-go credits are 0.008 USD (monthly plans less).
+    "tavily": SearchPrice(8.00, "https://docs.tavily.com/documentation/api-credits", date(2026, 11, 27)),
+    "brave": SearchPrice(5.00, "https://api-dashboard.search.brave.com/app/plans", date(2026, 11, 27)),
+    # `type: auto` with at most 10 results (the app asks for 5) is the base price.
+    "exa": SearchPrice(7.00, "https://exa.ai/docs/reference/pricing", date(2026, 11, 27)),
+}
+SELF_HOSTED_SEARCH = ("searxng",)
 # A snapshot's date: OpenAI's `gpt-5.4-mini-2026-03-17`, Anthropic's `claude-sonnet-4-5-20250929`.
 _SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 _ALIASES = {"claude-sonnet-4": "claude-sonnet-4-0"}
@@ -102,13 +123,25 @@ def usage_cost(model: str, usage: ModelUsage) -> float | None:
     return tokens / 1_000_000 + searches
 
 
+def search_cost(search: str, calls: int) -> float | None:
+    """The estimated USD of `calls` searches of a search API; None when its price is not in the table."""
+    if search in SELF_HOSTED_SEARCH:
+        return 0.0
+    price = SEARCH_PRICES.get(search)
+    return None if price is None else calls * price.per_1k / 1000
+
+
 def estimate_cost(ledger: UsageLedger) -> float | None:
-    """The estimated USD of a run; None when any model it used has no estimate."""
+    """The estimated USD of a run, its search API calls included; None when anything it used has no price."""
     costs = [usage_cost(model, usage) for model, usage in ledger.by_model.items()]
+    costs += [search_cost(search, calls) for search, calls in ledger.search_calls.items()]
     if any(cost is None for cost in costs):
         return None
     return sum(cost for cost in costs if cost is not None)
 
 
 # The oldest day a listed price was read: what a report says its estimates are as of.
-PRICES_AS_OF = min(price.checked for table in PRICES.values() for price in table.values())
+PRICES_AS_OF = min(
+    [price.checked for table in PRICES.values() for price in table.values()]
+    + [price.checked for price in SEARCH_PRICES.values()]
+)

@@ -15,7 +15,6 @@ answers a refetch.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
@@ -36,7 +35,6 @@ from datascraper.cache import TTLCache
 from datascraper.market_data import fundamentals
 from datascraper.market_data.errors import (
     InvalidArgument,
-    InvalidSymbol,
     MarketDataError,
     MarketDataRateLimited,
     MarketDataTimeout,
@@ -60,7 +58,7 @@ from datascraper.market_data.schemas import (
     StockSplit,
 )
 from datascraper.market_data.statement_schemas import Earnings, FinancialStatement
-from datascraper.market_data.symbols import yahoo_spelling
+from datascraper.market_data.symbols import normalize_symbol
 from datascraper.market_data.ticker import TickerFactory, yahoo_url
 from datascraper.market_data.values import (
     SUB_UNITS,
@@ -89,23 +87,9 @@ FUNDAMENTALS_TTL_S = 86_400.0
 DEFAULT_UPSTREAM_TIMEOUT_S = 10.0
 CACHE_KEY_PREFIX = "market_data:v1"
 
-# AAPL, BRK-B, ^GSPC, EURUSD=X, CL=F, 7203.T, 0700.HK, BTC-USD: letters and digits, an optional index
-# caret, up to two dot/dash suffixes, an optional currency (=X) or futures (=F) marker.
-_SYMBOL = re.compile(r"\^?[A-Z0-9]{1,12}(?:[.-][A-Z0-9]{1,6}){0,2}(?:=[XF])?")
-_MAX_SYMBOL_CHARS = 20
-
 PREVIOUS_CLOSE_BASIS = "regularMarketPreviousClose: the official close of the previous regular session"
 
 ResultT = TypeVar("ResultT", bound=MarketDataResult)
-
-
-def normalize_symbol(raw: str) -> str:
-    """The symbol in Yahoo's spelling, or `InvalidSymbol` before anything reaches the network."""
-    symbol = raw.strip().upper() if isinstance(raw, str) else ""
-    if len(symbol) > _MAX_SYMBOL_CHARS or not _SYMBOL.fullmatch(symbol):
-        shown = raw[:32] if isinstance(raw, str) else type(raw).__name__
-        raise InvalidSymbol(f"{shown!r} is not a valid ticker symbol.")
-    return yahoo_spelling(symbol)
 
 
 class YahooFinanceAdapter:

@@ -1,5 +1,6 @@
-"""Whether this process's configuration can answer at all: its RESEARCH_* settings valid, and every provider and
-the search provider they name implemented in this version.
+"""Whether this process's configuration can answer at all: its RESEARCH_* settings valid (a model setting's
+provider and SEARCH_PROVIDER among the contract's names), and the research model able to search when
+SEARCH_PROVIDER is `hosted`.
 
 Serving processes and commands refuse to start on a problem (`chat.apps`), in one line naming the setting;
 `manage.py doctor` reports the same line as its failing "configuration" check and goes on with the rest.
@@ -9,10 +10,9 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from datascraper.errors import ProviderNotAvailable
+from datascraper.errors import HostedSearchUnavailable
 from datascraper.model_ref import ModelSettingInvalid
 from datascraper.models_config import ResearchConfig, get_research_config
-from datascraper.providers.registry import require_available
 from datascraper.search import registry as search_registry
 
 
@@ -21,15 +21,14 @@ class ConfigurationRefused(Exception):
 
 
 def checked_configuration() -> ResearchConfig:
-    """The process's research configuration, every provider it names available; else `ConfigurationRefused`."""
+    """The process's research configuration, able to answer; else `ConfigurationRefused`."""
     try:
         config = get_research_config()
     except ValidationError as exc:
         raise ConfigurationRefused(_settings_error(exc)) from None
     try:
-        require_available(config)
         search_registry.require_available(config)
-    except ProviderNotAvailable as exc:
+    except HostedSearchUnavailable as exc:
         raise ConfigurationRefused(exc.message) from None
     return config
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from datascraper.errors import ProviderNotConfigured, ResearchError, UpstreamTimeout
+from datascraper.errors import ModelsNotListed, ProviderNotConfigured, ResearchError, UpstreamTimeout
 from datascraper.model_ref import ModelRef, ProviderName
 from datascraper.models_config import PROVIDER_REQUIREMENT, ResearchConfig, get_research_config
 from datascraper.providers.base import ModelListing
@@ -45,7 +45,7 @@ class ProviderCheck(BaseModel):
     """One provider the configured models use: its model list read (how many it lists), or why it was not."""
 
     provider: ProviderName
-    level: Literal["ok", "error"]
+    level: Literal["ok", "warning", "error"]  # warning: a server that keeps no model list (its models unchecked)
     models_listed: int | None = None
     error_code: str | None = None
     message: str
@@ -65,7 +65,8 @@ class ModelLifecycleReport(BaseModel):
     def level(self) -> Level:
         if self.error_code is not None or any(c.level == "error" for c in self.checks):
             return "error"
-        return "warning" if any(c.level == "warning" for c in self.checks) else "ok"
+        warned = any(c.level == "warning" for c in self.checks) or any(p.level == "warning" for p in self.providers)
+        return "warning" if warned else "ok"
 
 
 def judge_model(setting: str, ref: ModelRef, listed: ModelListing, today: date) -> ModelCheck:
@@ -107,15 +108,17 @@ async def list_models_of(
 ) -> tuple[ProviderCheck, ModelListing | None]:
     """Read `provider`'s model list once, through the registry, bounded by `timeout_s`; the listing is None
     when it could not be read (no key, a rejected one, an unreachable provider), the check saying why."""
-    setting, ref = next((setting, ref) for setting, ref in config.model_settings() if ref.provider == provider)
+    ref = next(ref for _, ref in config.model_settings() if ref.provider == provider)
     if not config.provider_configured(provider):
         failure: ResearchError = ProviderNotConfigured.missing(PROVIDER_REQUIREMENT[provider][1])
         return _unlisted(provider, failure), None
     try:
         async with asyncio.timeout(timeout_s):
-            listed = await model_provider(ref, setting).list_models(timeout_s=timeout_s)
+            listed = await model_provider(ref).list_models(timeout_s=timeout_s)
     except TimeoutError:
         return _unlisted(provider, UpstreamTimeout()), None
+    except ModelsNotListed as exc:  # nothing is wrong with the server; its models go unchecked
+        return ProviderCheck(provider=provider, level="warning", error_code=exc.code, message=exc.message), None
     except ResearchError as exc:
         return _unlisted(provider, exc), None
     message = f"{provider} lists {len(listed)} model(s)."
@@ -138,7 +141,7 @@ async def check_models(
     providers = config.configured_providers()
     listed = await asyncio.gather(*(list_models_of(config, p, timeout_s=timeout_s) for p in providers))
     listings = {check.provider: listing for check, listing in listed if listing is not None}
-    failed = next((check for check, listing in listed if listing is None), None)
+    failed = next((check for check, _ in listed if check.level == "error"), None)
     return ModelLifecycleReport(
         checked_at=now,
         providers=[check for check, _ in listed],
@@ -154,8 +157,9 @@ async def check_models(
 
 def log_report(report: ModelLifecycleReport) -> None:
     for provider in report.providers:
-        if provider.level == "error":
-            logger.error("The models of %s could not be checked: %s", provider.provider, provider.message)
+        if provider.level != "ok":
+            log = logger.error if provider.level == "error" else logger.warning
+            log("The models of %s could not be checked: %s", provider.provider, provider.message)
     for check in report.checks:
         if check.level == "error":
             logger.error("%s", check.message)

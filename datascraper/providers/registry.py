@@ -1,39 +1,48 @@
 """Which provider serves a model: the model setting's prefix (`provider:model`) names it.
 
-A provider is added by its module and one entry in `_IMPLEMENTED`. A prefix the contract names but no entry
-implements yet is refused with `ProviderNotAvailable`, as the process starts (`require_available`, called
-by `chat.apps`) and, should a run ever meet one, as that run's error: never a stub that pretends to answer.
+A provider is added by its module and one entry in `_IMPLEMENTED`; every provider the contract names has
+one. A prefix the contract does not name is refused when the setting is read (`datascraper.model_ref`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from datascraper.errors import ProviderNotAvailable
 from datascraper.model_ref import ModelRef, ProviderName, parse_model
-from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.models_config import ResearchConfig
 from datascraper.providers.base import ModelProvider
 from datascraper.providers.openai.provider import OpenAIProvider
+from datascraper.providers.openai_compatible.provider import OpenAICompatibleProvider
 
-_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {"openai": OpenAIProvider}
+
+# The providers whose SDK takes about a second to import are imported when a model names them, so that no
+# process whose models are all OpenAI's pays for them.
+def _anthropic() -> ModelProvider:
+    from datascraper.providers.anthropic.provider import AnthropicProvider
+
+    return AnthropicProvider()
+
+
+def _google() -> ModelProvider:
+    from datascraper.providers.google.provider import GoogleProvider
+
+    return GoogleProvider()
+
+
+_IMPLEMENTED: dict[ProviderName, Callable[[], ModelProvider]] = {
+    "openai": OpenAIProvider,
+    "anthropic": _anthropic,
+    "google": _google,
+    "openai-compatible": OpenAICompatibleProvider,
+}
 _providers: dict[ProviderName, ModelProvider] = {}
 
 
-def available_providers() -> tuple[ProviderName, ...]:
-    return tuple(_IMPLEMENTED)
-
-
-def model_provider(model: ModelRef, setting: str | None = None) -> ModelProvider:
-    """The provider that serves `model` (one instance per process); `setting` names the variable in the
-    error, else it is looked up in the configuration."""
+def model_provider(model: ModelRef) -> ModelProvider:
+    """The provider that serves `model`, one instance per process."""
     provider = _providers.get(model.provider)
-    if provider is not None:
-        return provider
-    make = _IMPLEMENTED.get(model.provider)
-    if make is None:
-        setting = setting or get_research_config().setting_of(model.label)
-        raise ProviderNotAvailable(setting, model.provider, available_providers())
-    provider = _providers[model.provider] = make()
+    if provider is None:
+        provider = _providers[model.provider] = _IMPLEMENTED[model.provider]()
     return provider
 
 
@@ -46,12 +55,7 @@ def provider_for(model: str) -> tuple[ModelProvider, ModelRef]:
 def configured_providers(config: ResearchConfig) -> list[ModelProvider]:
     """The providers the configured models use, each once, in the settings' order."""
     providers: dict[ProviderName, ModelProvider] = {}
-    for setting, ref in config.model_settings():
+    for _, ref in config.model_settings():
         if ref.provider not in providers:
-            providers[ref.provider] = model_provider(ref, setting)
+            providers[ref.provider] = model_provider(ref)
     return list(providers.values())
-
-
-def require_available(config: ResearchConfig) -> None:
-    """Raise `ProviderNotAvailable` for the first model setting whose provider is not implemented yet."""
-    configured_providers(config)

@@ -50,6 +50,7 @@ from datascraper.research_engine.source_types import (
 )
 from datascraper.research_engine.state import Finding, normalized_question
 from datascraper.schemas import DomainType, Source
+from datascraper.sources import publisher_url
 from datascraper.trace_schemas import Confidence, Contradiction
 
 TYPE_WEIGHTS: dict[DomainType, float] = {
@@ -137,7 +138,7 @@ class _Claim:
 
     @property
     def domains(self) -> list[str]:
-        return sorted({registered_domain(s.url) for s in self.web_sources})
+        return sorted({registered_domain(publisher_url(s)) for s in self.web_sources})
 
     @property
     def backed(self) -> bool:
@@ -174,7 +175,7 @@ def annotate_sources(sources: Iterable[Source], classifier: SourceClassifier, to
     for source in sources:
         if source.kind != "web" or source.domain_type is not None:
             continue
-        source.domain_type = classifier.domain_type(source.url)
+        source.domain_type = classifier.domain_type(publisher_url(source))
         # A search API may give the day itself; else it is read from the address.
         source.published = source.published or published_from_url(source.url, today)
 
@@ -267,8 +268,8 @@ def _distinct_sources(findings: Sequence[Finding], today: date) -> dict[str, _Co
         for source in finding.sources:
             if source.url not in counted:
                 weight = TYPE_WEIGHTS[source.domain_type or "other"] * _recency(source.published, today)
-                opinion = is_opinion(source.url, source.title)
-                counted[source.url] = _Counted(registered_domain(source.url), weight, True, opinion)
+                opinion = is_opinion(publisher_url(source), source.title)
+                counted[source.url] = _Counted(registered_domain(publisher_url(source)), weight, True, opinion)
         if finding.market_data is not None:
             for result in finding.market_data.results:
                 market = _Counted(registered_domain(result.url), MARKET_DATA_WEIGHT, web=False, opinion=False)
@@ -433,7 +434,7 @@ def _dominant_domain(claims: Sequence[_Claim], counted: dict[str, _Counted]) -> 
     leaning = [c for c in claims if not c.from_market_data and domain in c.domains]
     if not leaning:
         return [WeakArea("dominant_domain", text)]
-    claim = max(leaning, key=lambda c: sum(1 for s in c.web_sources if registered_domain(s.url) == domain))
+    claim = max(leaning, key=lambda c: sum(1 for s in c.web_sources if registered_domain(publisher_url(s)) == domain))
     step = claim.root.step
     follow_up = prompts.FOLLOW_UP_OTHER_SOURCES.format(question=step.question, domain=domain)
     return [WeakArea("dominant_domain", text, step.id, follow_up)]

@@ -106,6 +106,8 @@ class SearchedAnswer:
         found = await self._search.search(
             self._question, limit=SEARCH_RESULTS, timeout_s=self._config.request_timeout_s
         )
+        if self._ledger is not None:
+            self._ledger.record_search(self._search.name)
         pages = await read_pages(
             list(dict.fromkeys(result.url for result in found)),
             config=self._config,

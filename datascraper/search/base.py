@@ -4,8 +4,9 @@ A search provider answers one call: the results of a query, at most `limit` of t
 (its retries included). What every implementation guarantees:
 - its failures are the named errors of `datascraper.errors`: `SearchNotConfigured` (no address or key, or
   not a URL; nothing sent), `SearchFormatRefused` (a SearxNG instance without the JSON format),
+  `SearchAuthFailed` (the key refused), `SearchQuotaExceeded` (the account out of credit),
   `SearchRateLimited` (429, after its retries), `SearchTimeout`, `SearchUnavailable` (unreachable, 5xx, or
-  an answer that is not its results); the client's exception as `__cause__`, never the body;
+  an answer that is not its results); the client's exception as `__cause__`, never the body or a key;
 - results keep what the confidence uses: the page's address, its title and, where the API gives one, the
   day it was published.
 """

@@ -18,7 +18,6 @@ from datascraper.filings.config import FilingsConfig
 from datascraper.filings.service import FilingsService
 from datascraper.market_data.yahoo import YahooFinanceAdapter
 from datascraper.mcp_server import build_server
-from datascraper.providers import registry
 from datascraper.research_engine.data.market_data_client import set_market_data_client
 from datascraper.research_engine.data.session import MarketDataClient
 from tests.datascraper.conftest import MARKET_NOW, market_data, market_data_down  # noqa: F401  (the fixtures)
@@ -27,7 +26,6 @@ from tests.fakes.page_server import FakePageServer, article
 from tests.fakes.searxng_server import FakeSearxng, searx_result
 from tests.fakes.sec_server import FakeSecServer
 from tests.fakes.yfinance import FakeYahoo
-from tests.provider_double import DOUBLE_KEY, ListingProvider, second_provider  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -271,14 +269,9 @@ def checks_by_name(output: str) -> dict[str, dict[str, object]]:
 
 
 def test_json_lists_a_check_for_each_model_provider_and_the_search_provider(
-    provider, market_data, public_page, searx, research_env, second_provider: ListingProvider
+    provider, fake_anthropic, market_data, public_page, searx, research_env
 ):
-    research_env(
-        EVAL_JUDGE_MODEL="anthropic:claude-test",
-        ANTHROPIC_API_KEY=DOUBLE_KEY,
-        SEARCH_PROVIDER="searxng",
-        SEARXNG_URL=searx.url,
-    )
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6", SEARCH_PROVIDER="searxng", SEARXNG_URL=searx.url)
 
     output, status = doctor("--json", "--page-url", public_page)
 
@@ -288,18 +281,19 @@ def test_json_lists_a_check_for_each_model_provider_and_the_search_provider(
     assert (checks["key anthropic"]["status"], checks["key anthropic"]["provider"]) == ("ok", "anthropic")
     judge = checks["model EVAL_JUDGE_MODEL"]
     assert (judge["status"], judge["provider"]) == ("ok", "anthropic")
-    assert judge["detail"] == "anthropic:claude-test, no shutdown announced"
+    assert judge["detail"] == "anthropic:claude-sonnet-4-6, no shutdown announced"
     assert checks["model RESEARCH_MODEL"]["provider"] == "openai"
     search = checks["search provider"]
     assert (search["status"], search["provider"]) == ("ok", "searxng")
-    assert second_provider.listings == 1
-    assert len([request for request in provider.requests if request.path == "/v1/models"]) == 1
+    assert len([r for r in provider.requests if r.path == "/v1/models"]) == 1
+    assert [r.path for r in fake_anthropic.requests if r.path.startswith("/v1/models")][:1] == ["/v1/models"]
+    assert not [r for r in fake_anthropic.requests if r.path == "/v1/messages"]  # the judge is listed, not asked
 
 
 def test_a_provider_without_its_key_fails_its_own_check_naming_the_variable(
-    provider, market_data, public_page, research_env, second_provider: ListingProvider
+    provider, market_data, public_page, research_env
 ):
-    research_env(EVAL_JUDGE_MODEL="anthropic:claude-test", ANTHROPIC_API_KEY="")
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6", ANTHROPIC_API_KEY="")
 
     output, status = doctor("--page-url", public_page)
 
@@ -310,19 +304,18 @@ def test_a_provider_without_its_key_fails_its_own_check_naming_the_variable(
     assert lines["model EVAL_JUDGE_MODEL"].startswith("-")
     for name in ("key", "model RESEARCH_MODEL", "structured output", "web search"):  # the planner's provider works
         assert lines[name].startswith("✓"), lines[name]
-    assert second_provider.listings == 0
 
 
 def test_a_judge_model_its_provider_does_not_list_fails_naming_the_setting(
-    provider, market_data, public_page, research_env, second_provider: ListingProvider
+    provider, fake_anthropic, market_data, public_page, research_env
 ):
-    research_env(EVAL_JUDGE_MODEL="anthropic:claude-old", ANTHROPIC_API_KEY=DOUBLE_KEY)
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-old")
 
     output, status = doctor("--page-url", public_page)
 
     assert status == 1
     assert lines_by_name(output)["model EVAL_JUDGE_MODEL"].startswith("✗")
-    assert "'anthropic:claude-old' was shut down on 2026-01-01: set EVAL_JUDGE_MODEL" in output
+    assert "The provider does not list 'anthropic:claude-old'" in output and "set EVAL_JUDGE_MODEL" in output
 
 
 def test_settings_that_stop_every_other_command_are_doctor_s_failing_configuration_check(
@@ -343,22 +336,18 @@ def test_settings_that_stop_every_other_command_are_doctor_s_failing_configurati
     assert provider.requests == []
 
 
-def test_a_provider_not_available_fails_the_configuration_check_and_the_others_are_checked(
-    provider, market_data, public_page, research_env, monkeypatch
+def test_hosted_search_without_a_model_that_searches_fails_the_configuration_check_and_the_rest_runs(
+    provider, market_data, public_page, research_env
 ):
-    monkeypatch.delitem(registry._IMPLEMENTED, "google", raising=False)
-    monkeypatch.setattr(registry, "_providers", {})
-    research_env(EVAL_JUDGE_MODEL="google:gemini-test")
+    research_env(EVAL_JUDGE_MODEL="openai-compatible:llama3.3", RESEARCH_MODEL="openai-compatible:llama3.3")
 
     output, status = doctor("--page-url", public_page)
 
     lines = lines_by_name(output)
     assert status == 1
-    assert lines["configuration"].startswith("✗") and (
-        "EVAL_JUDGE_MODEL names the provider 'google', which is not available yet" in lines["configuration"]
-    )
-    assert lines["key google"].startswith("-") and "not available in this version" in lines["key google"]
-    for name in ("key", "model RESEARCH_PLANNER_MODEL", "model RESEARCH_MODEL", "structured output", "web search"):
+    assert lines["configuration"].startswith("✗") and "SEARCH_PROVIDER=hosted needs a research model" in output
+    assert lines["key openai-compatible"].startswith("✗") and "OPENAI_COMPATIBLE_BASE_URL is not set" in output
+    for name in ("key", "model RESEARCH_PLANNER_MODEL", "structured output", "Yahoo quote", "database"):
         assert lines[name].startswith("✓"), lines[name]
 
 

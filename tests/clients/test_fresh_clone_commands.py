@@ -137,7 +137,7 @@ def test_create_api_key_before_migrate_says_to_migrate(tmp_path):
     ("setting", "said"),
     [
         ({"RESEARCH_CONCURRENCY": "1000"}, "Invalid research settings (concurrency)"),
-        ({"RESEARCH_MODEL": "anthropic:claude-x"}, "RESEARCH_MODEL names the provider 'anthropic'"),
+        ({"RESEARCH_MODEL": "gogle:gemini-x"}, "RESEARCH_MODEL='gogle:gemini-x' names an unknown provider 'gogle'"),
     ],
 )
 def test_a_bad_setting_stops_a_command_in_one_line_naming_it(tmp_path, setting, said):

@@ -115,16 +115,6 @@ def test_openai_models_start_with_or_without_their_provider_prefix():
     assert result.returncode == 0, result.stderr
 
 
-def test_a_model_of_a_provider_not_available_yet_stops_the_app_at_start_naming_the_setting():
-    result = load_settings(DJANGO_DEBUG="1", RESEARCH_PLANNER_MODEL="anthropic:claude-sonnet-4-5")
-
-    assert result.returncode != 0
-    assert result.stderr.strip().splitlines()[-1] == (
-        "django.core.exceptions.ImproperlyConfigured: RESEARCH_PLANNER_MODEL names the provider 'anthropic', which is not available yet: "
-        "use openai (a model without a prefix is openai's)."
-    )
-
-
 def test_an_unknown_provider_or_an_empty_model_stops_the_app_at_start_naming_the_setting():
     unknown = load_settings(DJANGO_DEBUG="1", EVAL_JUDGE_MODEL="antropic:claude-sonnet-4-5")
     empty = load_settings(DJANGO_DEBUG="1", RESEARCH_MODEL="openai:")
@@ -137,13 +127,27 @@ def test_an_unknown_provider_or_an_empty_model_stops_the_app_at_start_naming_the
     assert "ImproperlyConfigured: RESEARCH_MODEL='openai:' names no model" in empty.stderr
 
 
-def test_a_search_api_not_available_yet_stops_the_app_at_start_and_searxng_starts():
-    tavily = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="tavily")
-    searxng = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="searxng", SEARXNG_URL="http://localhost:8888")
+def test_every_search_api_starts_and_an_unknown_one_stops_the_app_at_start():
+    started = [load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER=name) for name in ("searxng", "tavily", "brave", "exa")]
+    unknown = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="bing")
 
-    assert tavily.returncode != 0
-    assert tavily.stderr.strip().splitlines()[-1] == (
-        "django.core.exceptions.ImproperlyConfigured: SEARCH_PROVIDER names 'tavily', which is not available yet: "
-        "use hosted or searxng."
+    assert [result.returncode for result in started] == [0, 0, 0, 0], [result.stderr for result in started]
+    assert unknown.returncode != 0
+    assert "Invalid research settings (search_provider)" in unknown.stderr
+
+
+def test_hosted_search_with_a_compatible_research_model_stops_the_app_at_start_and_a_search_api_starts():
+    local = {
+        "RESEARCH_MODEL": "openai-compatible:qwen2.5:14b",
+        "OPENAI_COMPATIBLE_BASE_URL": "http://localhost:11434/v1",
+    }
+    hosted = load_settings(DJANGO_DEBUG="1", **local)
+    searxng = load_settings(DJANGO_DEBUG="1", SEARCH_PROVIDER="searxng", SEARXNG_URL="http://localhost:8888", **local)
+
+    assert hosted.returncode != 0
+    assert hosted.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: SEARCH_PROVIDER=hosted needs a research model with its "
+        "provider's own web search, and RESEARCH_MODEL names the provider 'openai-compatible', which has none: set "
+        "SEARCH_PROVIDER to a search API (searxng)."
     )
     assert searxng.returncode == 0, searxng.stderr

@@ -1,5 +1,5 @@
 """Model settings take `provider:model`: no prefix is OpenAI, so every configuration written before providers
-existed means what it did; a prefix names the provider, and one that is not available yet is refused, never
+existed means what it did; a prefix names the provider, and one the contract does not name is refused, never
 sent anywhere."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from datetime import date
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from datascraper.errors import ModelUnavailable, ProviderNotAvailable
+from datascraper.errors import ModelUnavailable
 from datascraper.model_ref import ModelRef, ModelSettingInvalid, parse_model
 from datascraper.models_config import ResearchConfig
 from datascraper.providers.lifecycle import check_models
-from datascraper.providers.registry import model_provider, require_available
+from datascraper.providers.registry import model_provider
 from datascraper.providers.structured import parse_structured
 from datascraper.schemas import UsageLedger
 from datascraper.web_search import WebSearchStream
@@ -101,41 +101,13 @@ def test_the_configuration_refuses_an_unknown_provider_or_an_empty_model():
         ResearchConfig(planner_model="openai:")
 
 
-# --- a provider that is not available yet ---------------------------------------------------------------
+# --- every provider the contract names is served ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["anthropic:claude-sonnet-4-5", "google:gemini-2.5-pro", "openai-compatible:llama3"])
-def test_a_provider_of_the_contract_not_available_yet_is_refused_naming_its_setting(value):
-    config = ResearchConfig(research_model=value)
-    provider = value.split(":")[0]
-
-    with pytest.raises(ProviderNotAvailable) as raised:
-        require_available(config)
-
-    assert raised.value.code == "provider_not_configured"
-    assert raised.value.message == (
-        f"RESEARCH_MODEL names the provider '{provider}', which is not available yet: use openai "
-        "(a model without a prefix is openai's)."
-    )
-
-
-def test_the_openai_provider_is_available_and_served_once_per_process():
-    require_available(ResearchConfig(research_model="openai:gpt-5.4"))
-
-    assert model_provider(parse_model("gpt-5.4")) is model_provider(parse_model("openai:gpt-5.4-mini"))
-    assert model_provider(parse_model("gpt-5.4")).name == "openai"
-
-
-async def test_a_call_to_a_provider_not_available_yet_sends_nothing_and_counts_nothing(fake_openai):
-    ledger = UsageLedger()
-
-    with pytest.raises(ProviderNotAvailable):
-        await parse_structured("anthropic:claude-haiku-4-5", "Plan the research.", "q", Plan, ledger)
-    with pytest.raises(ProviderNotAvailable):
-        async for _ in WebSearchStream("q", model="google:gemini-2.5-flash", ledger=ledger):
-            pass
-
-    assert fake_openai.requests == [] and ledger.calls == 0
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google", "openai-compatible"])
+def test_every_provider_of_the_contract_is_served_once_per_process(provider):
+    assert model_provider(parse_model(f"{provider}:some-model")).name == provider
+    assert model_provider(parse_model(f"{provider}:some-model")) is model_provider(parse_model(f"{provider}:other"))
 
 
 # --- OpenAI, written with its prefix ----------------------------------------------------------------------

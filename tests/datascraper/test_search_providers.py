@@ -13,13 +13,10 @@ import pytest
 from datascraper.errors import (
     SearchFormatRefused,
     SearchNotConfigured,
-    SearchProviderNotAvailable,
     SearchRateLimited,
     SearchUnavailable,
 )
-from datascraper.models_config import ResearchConfig
 from datascraper.schemas import Source
-from datascraper.search.registry import search_provider
 from datascraper.search.searxng import SearxngSearch
 from tests.datascraper.research_support import (
     is_synthesis,
@@ -111,7 +108,6 @@ async def test_a_sub_question_is_written_from_the_pages_searxng_found_and_checke
     assert len(requests_of(fake_openai, is_synthesis)) == 2  # the passages' writing, then the answer
 
 
-
 async def test_a_quick_answer_is_written_from_the_pages_searxng_found_and_checked_against_them(
     fake_openai, searching, searx, page_server
 ):
@@ -127,17 +123,16 @@ async def test_a_quick_answer_is_written_from_the_pages_searxng_found_and_checke
     assert writing.tool_types == [] and "$391.04 billion" in writing.input_text
     assert "numbered passages" in writing.instructions
     [sources] = of_type(events, "sources")
-    assert [(source.n, source.url, source.published) for source in sources.sources] == [
-        (1, results, date(2025, 6, 12))
-    ]
+    assert [(source.n, source.url, source.published) for source in sources.sources] == [(1, results, date(2025, 6, 12))]
     [verification] = of_type(events, "verification")
     assert [(check.n, check.status) for check in verification.citations] == [(1, "supported")]
     assert page_server.hits["/apple-results"] == 1
-    assert summary_of(events).answer == "Apple reported revenue of $391.04 billion for fiscal 2024 [1]."
+    summary = summary_of(events)
+    assert summary.answer == "Apple reported revenue of $391.04 billion for fiscal 2024 [1]."
+    assert summary.usage.search_calls == {"searxng": 1}  # the quick answer's one search, counted
 
-async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question(
-    fake_openai, searching, searx, page_server
-):
+
+async def test_a_search_whose_pages_cannot_be_read_fails_its_sub_question(fake_openai, searching, searx, page_server):
     searx.results = [searx_result(page_server.url("/gone"), "A page that is gone")]
     script_analysis(fake_openai, sub(QUESTION))
 
@@ -214,14 +209,3 @@ def test_a_missing_or_malformed_searxng_url_is_named_before_anything_is_sent(roo
     with pytest.raises(SearchNotConfigured) as raised:
         SearxngSearch(root, max_retries=0).ensure_configured()
     assert raised.value.code == "provider_not_configured" and "SEARXNG_URL" in raised.value.message
-
-
-def test_hosted_is_no_search_api_and_the_apis_not_implemented_yet_are_refused():
-    assert search_provider(ResearchConfig()) is None
-    assert isinstance(search_provider(ResearchConfig(search_provider="searxng")), SearxngSearch)
-    for name in ("tavily", "brave", "exa"):
-        with pytest.raises(SearchProviderNotAvailable) as raised:
-            search_provider(ResearchConfig(search_provider=name))
-        assert raised.value.message == (
-            f"SEARCH_PROVIDER names '{name}', which is not available yet: use hosted or searxng."
-        )

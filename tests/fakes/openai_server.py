@@ -164,6 +164,9 @@ class _Scripted:
 class FakeOpenAIServer:
     """The fake, running uvicorn in a background thread on a free port of 127.0.0.1."""
 
+    # What each request is recorded as (the Chat Completions fake records its own kind).
+    request_type: type[RecordedRequest] = RecordedRequest
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._scripted: list[_Scripted] = []
@@ -258,7 +261,7 @@ class FakeOpenAIServer:
         key = headers.get("authorization", "").removeprefix("Bearer ").strip()
         if "authorization" in headers:
             headers["authorization"] = headers["authorization"].split(" ", 1)[0] + " <redacted>"
-        request = RecordedRequest(
+        request = self.request_type(
             method=scope["method"], path=scope["path"], headers=headers, body={}, started_at=time.monotonic()
         )
         exchange.on_last_write = request.mark_ended

@@ -123,7 +123,7 @@ class Command(BaseCommand):
             return
         report = task.result()
         for provider in report.providers:
-            if provider.level == "error":
+            if provider.level != "ok":
                 self.progress(f"! the models of {provider.provider} could not be checked: {provider.message}")
         for check in report.checks:
             if check.level != "ok":

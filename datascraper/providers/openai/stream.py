@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import httpx2
 import openai
 from openai import AsyncAPIResponse
 
-from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted, UpstreamTimeout
+from datascraper.errors import ModelRefused, ResearchError, StreamInterrupted
 from datascraper.providers.base import TextRequest
+from datascraper.providers.event_stream import EventStream
 from datascraper.providers.openai.capabilities import request_options
 from datascraper.providers.openai.citations import CitationRewriter
 from datascraper.providers.openai.failures import stream_failure, translate_error
@@ -22,43 +20,16 @@ from datascraper.schemas import ModelUsage, Source
 WEB_SEARCH_TOOL: dict[str, str] = {"type": "web_search"}
 
 
-class MalformedStreamEvent(ValueError):
-    """An SSE frame of the answer stream whose data is not a JSON object."""
-
-
-async def stream_event_payloads(response: AsyncAPIResponse[Any]) -> AsyncIterator[dict[str, Any]]:
-    """The JSON object of each server-sent event of a Responses stream, in order.
-
-    The SDK's own stream builds a typed event model for every frame, most of them text deltas, and that
-    was the largest part of a research run's CPU; the few fields read here are taken from the JSON.
-    """
-    data: list[str] = []
-    async for line in response.iter_lines():
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif not line and data:
-            payload, data = "\n".join(data), []
-            if payload.startswith("[DONE]"):
-                return
-            try:
-                event = json.loads(payload)
-            except ValueError as exc:
-                raise MalformedStreamEvent("An answer stream event is not JSON.") from exc
-            if not isinstance(event, dict):
-                raise MalformedStreamEvent("An answer stream event is not a JSON object.")
-            yield event
-
-
-class ResponsesStream:
+class ResponsesStream(EventStream):
     """A `TextStream` over one streamed `responses.create` (with the hosted `web_search` tool when asked)."""
 
+    sdk_errors = (openai.OpenAIError,)
+
     def __init__(self, request: TextRequest, client: openai.AsyncOpenAI) -> None:
-        self._request = request
+        super().__init__(request)
         self._client = client
         self._rewriter = CitationRewriter(source_offset=request.source_offset)
         self._usage = ModelUsage(calls=1)
-        self._complete = False
-        self._shown = False
         self._refusal: list[str] = []
 
     @property
@@ -66,59 +37,35 @@ class ResponsesStream:
         return self._usage
 
     @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
     def sources(self) -> list[Source]:
         return self._rewriter.sources
 
-    async def __aiter__(self) -> AsyncGenerator[str, None]:
-        # The raw response: the SDK still sends the request, retries it, bounds it with its timeout and
-        # turns an error status into its named exception; only the events are read here. `input` and
-        # `tools` are plain JSON already and go as they are: as typed parameters, the SDK's request
-        # transform walked them for about 0.4 ms of CPU per call.
-        request, label = self._request, self._request.model.label
+    def _open(self) -> AbstractAsyncContextManager[AsyncAPIResponse[Any]]:
+        # `input` and `tools` are plain JSON already and go as they are: as typed parameters, the SDK's
+        # request transform walked them for about 0.4 ms of CPU per call.
+        request = self._request
         body: dict[str, Any] = {"input": _input(request)}
         if request.web_search:
             body["tools"] = [WEB_SEARCH_TOOL]
-        call = self._client.responses.with_streaming_response.create(
+        return self._client.responses.with_streaming_response.create(
             model=request.model.name,
             instructions=request.instructions,
             stream=True,
             extra_body=body,
             **request_options(request.model.name, web_search=request.web_search),
         )
-        failure: ResearchError | None = None
-        cause: BaseException | None = None
-        async with AsyncExitStack() as closing:
-            try:
-                response = await closing.enter_async_context(call)
-            except (openai.OpenAIError, TimeoutError) as exc:
-                raise translate_error(exc, model=label) from exc
-            try:
-                async for event in stream_event_payloads(response):
-                    shown = self._on_event(event)
-                    if shown:
-                        self._shown = True
-                        yield shown
-            except ResearchError as exc:
-                failure = exc
-            except (httpx2.TimeoutException, TimeoutError) as exc:
-                # A read timeout between events: the provider went quiet, not the connection broke.
-                failure, cause = UpstreamTimeout(), exc
-            except (httpx2.RequestError, MalformedStreamEvent) as exc:
-                failure, cause = StreamInterrupted(), exc
-        held = self._rewriter.flush()
-        if held:
-            self._shown = True
-            yield held
-        if failure is None and not self._complete:
-            failure = StreamInterrupted("The answer stream ended before the answer was complete.")
+
+    def _translate(self, exc: BaseException) -> ResearchError:
+        return translate_error(exc, model=self._request.model.label)
+
+    def _flush(self) -> str:
+        return self._rewriter.flush()
+
+    def _ending_failure(self) -> ResearchError | None:
+        failure = super()._ending_failure()
         if failure is None and self._refusal and not self._shown:
             failure = ModelRefused("".join(self._refusal)[:500] or None)
-        if failure is not None:
-            raise failure from cause
+        return failure
 
     def _on_event(self, event: dict[str, Any]) -> str:
         """Text to show for one stream event (its JSON); raises the named error for a failure event."""

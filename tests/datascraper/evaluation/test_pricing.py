@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from datascraper.evaluation.pricing import PRICES, estimate_cost, price_of, usage_cost
+from datascraper.evaluation.pricing import PRICES, SEARCH_PRICES, estimate_cost, price_of, usage_cost
 from datascraper.schemas import ModelUsage, UsageLedger
 
 
@@ -52,4 +52,20 @@ def test_an_unknown_price_makes_the_cost_unknown_never_zero() -> None:
     ledger = UsageLedger()
     ledger.record("gpt-5.4", usage(input=100, output=10))
     ledger.record("openai-compatible:llama3.3", usage(input=100, output=10))
+    assert estimate_cost(ledger) is None
+
+
+def test_a_run_s_search_api_calls_are_priced_per_search_api() -> None:
+    ledger = UsageLedger()
+    ledger.record("gpt-5.4", usage(input=1_000_000))
+    for _ in range(4):
+        ledger.record_search("brave")
+
+    assert estimate_cost(ledger) == pytest.approx(2.50 + 4 * 5.00 / 1000)
+    assert all(price.source.startswith("https://") for price in SEARCH_PRICES.values())
+
+    ledger.record_search("searxng")  # the operator's own instance: nothing per search
+    assert estimate_cost(ledger) == pytest.approx(2.50 + 4 * 5.00 / 1000)
+
+    ledger.search_calls["another-api"] = 1
     assert estimate_cost(ledger) is None

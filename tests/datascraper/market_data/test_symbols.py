@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from datascraper.market_data.errors import InvalidSymbol
+from datascraper.market_data.symbols import normalize_symbol
 from datascraper.market_data.ticker import yahoo_url
-from datascraper.market_data.yahoo import YahooFinanceAdapter, normalize_symbol
+from datascraper.market_data.yahoo import YahooFinanceAdapter
 from tests.fakes.yfinance import FakeYahoo
 
 
