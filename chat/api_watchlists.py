@@ -84,7 +84,7 @@ async def _payload(request: HttpRequest, model: type[WatchlistIn] | type[Watchli
         raise
 
 
-async def _watchlist_or_404(request: HttpRequest, watchlist_id: uuid.UUID) -> Watchlist:
+async def watchlist_or_404(request: HttpRequest, watchlist_id: uuid.UUID) -> Watchlist:
     watchlist = await request_db_call(selectors.watchlist_for, request.auth, watchlist_id)
     if watchlist is None:
         raise ApiError(404, "not_found", "No such watchlist.")
@@ -115,7 +115,7 @@ async def list_watchlists(request: HttpRequest):
 
 @router.get("/{watchlist_id}", response={200: WatchlistOut, **ERRORS})
 async def get_watchlist(request: HttpRequest, watchlist_id: uuid.UUID):
-    return watchlist_out(await _watchlist_or_404(request, watchlist_id))
+    return watchlist_out(await watchlist_or_404(request, watchlist_id))
 
 
 @router.patch(
@@ -126,7 +126,7 @@ async def get_watchlist(request: HttpRequest, watchlist_id: uuid.UUID):
 )
 async def patch_watchlist(request: HttpRequest, watchlist_id: uuid.UUID):
     payload = await _payload(request, WatchlistPatch)
-    watchlist = await _watchlist_or_404(request, watchlist_id)
+    watchlist = await watchlist_or_404(request, watchlist_id)
     with refusals_as_errors():
         changes = await checked_patch(watchlist, payload)
     return watchlist_out(await request_db_call(update_watchlist, watchlist, changes))

@@ -7,7 +7,7 @@ import uuid
 from django.db.models import F, QuerySet
 
 from chat.callers import Caller
-from chat.models import Conversation, Message, ResearchRun, Watchlist
+from chat.models import Brief, Conversation, Message, ResearchRun, Watchlist
 
 # What a question takes with it as context: its conversation's most recent messages, this many.
 MAX_HISTORY_MESSAGES = 20
@@ -47,3 +47,14 @@ def watchlists_for(caller: Caller) -> QuerySet[Watchlist]:
 
 def watchlist_for(caller: Caller, watchlist_id: uuid.UUID) -> Watchlist | None:
     return watchlists_for(caller).filter(pk=watchlist_id).first()
+
+
+def briefs_of(watchlist: Watchlist, *, limit: int) -> list[Brief]:
+    """Newest first, with their deliveries."""
+    return list(watchlist.briefs.order_by("-created_at").prefetch_related("deliveries")[:limit])
+
+
+def brief_for(caller: Caller, brief_id: uuid.UUID) -> Brief | None:
+    return (
+        Brief.objects.filter(pk=brief_id, **caller.owner_filter("watchlist__")).prefetch_related("deliveries").first()
+    )

@@ -262,6 +262,25 @@ WATCHLISTS_MAX_PER_OWNER = env_count("WATCHLISTS_MAX_PER_OWNER", 20)
 # 1 lets a webhook point at loopback/private addresses (tests only; otherwise they are refused, as the
 # citation fetcher refuses them).
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+# The tokens of market data and filings a brief's research run is given to write from (0: no budget): the
+# results past it are left out, news first (datascraper.briefs.research).
+BRIEFS_MAX_TOKENS = env_count("BRIEFS_MAX_TOKENS", 30000)
+# A move between two official closes smaller than this (in percent) is reported, but is not on its own
+# worth a brief written by a model.
+BRIEFS_PRICE_MOVE_PCT = float(os.environ.get("BRIEFS_PRICE_MOVE_PCT") or "2")
+# A failed delivery waits BRIEFS_DELIVERY_BACKOFF seconds, then twice as long after each further failure,
+# never 60 s or more (chat.services.delivery); each attempt has BRIEFS_DELIVERY_TIMEOUT seconds.
+BRIEFS_DELIVERY_BACKOFF = float(os.environ.get("BRIEFS_DELIVERY_BACKOFF", "5"))
+BRIEFS_DELIVERY_TIMEOUT = float(os.environ.get("BRIEFS_DELIVERY_TIMEOUT", "10"))
+
+# E-mail (briefs' e-mail channels), with Django's names; the backend is Django's SMTP one.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = float(os.environ.get("EMAIL_TIMEOUT", "10"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "briefs@localhost")
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)

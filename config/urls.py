@@ -3,9 +3,11 @@ from django.urls import path, re_path
 
 from chat import openai_compat, pages, views
 from chat.api import api
+from chat.api_briefs import router as briefs
 from chat.api_watchlists import router as watchlists
 
 api.add_router("/watchlists", watchlists)
+api.add_router("", briefs)
 
 urlpatterns = [
     path("", pages.index, name="index"),

@@ -429,3 +429,15 @@ Answer to grade:
 
 JUDGE_RUBRIC_LINE = "{n}. [{operator}] {criteria}"
 JUDGE_NO_RUBRIC = "(none: grade against the reference answer)"
+
+# --- briefs (datascraper.briefs.research) -----------------------------------------------------------------
+
+BRIEF_QUESTION = """\
+Write the brief of the watchlist "{name}": what changed for {symbols} from {since} to {until}. Report \
+each change below, the most material first, each cited to its source; add nothing beyond them.
+{changes}{unchecked}"""
+BRIEF_SYMBOL_CHANGES = "\n{symbol}:\n{lines}"
+BRIEF_CHANGE_LINE = "- ({kind}) {summary}"
+BRIEF_UNCHECKED = "\nNot checked (say so): {items}."
+BRIEF_LEFT_OUT = "\n{count} further changes were left out to keep within the brief's token budget: {items}."
+BRIEF_NOTHING_MATERIAL = "Nothing material changed since {since}."

@@ -92,7 +92,7 @@ def address_key(address: str) -> str:
     return f"address:{address}"
 
 
-def _usage(request: HttpRequest, key: str, group: str, rate: str, *, increment: bool) -> dict | None:
+def _usage(request: HttpRequest | None, key: str, group: str, rate: str, *, increment: bool) -> dict | None:
     try:
         return get_usage(request, group=group, key=lambda *_: key, rate=rate, increment=increment)
     except Exception:
@@ -108,7 +108,7 @@ def _refused(rate: str, what: str, time_left_s: int) -> AdmissionRefused:
     )
 
 
-def _check_rate(request: HttpRequest, key: str, group: str, rate: str | None, what: str) -> None:
+def _check_rate(request: HttpRequest | None, key: str, group: str, rate: str | None, what: str) -> None:
     """Count this request in the key's current window; AdmissionRefused if that takes it over `rate`."""
     if rate is None:
         return
@@ -232,6 +232,13 @@ async def admit_question(request: HttpRequest, caller: Caller) -> None:
     """
     await _check_runs_in_flight(caller)
     await request_db_call(_check_question_rates, request, caller)
+
+
+async def admit_unrequested_run(caller: Caller) -> None:
+    """Let the owner start one more run that no request asks for (a watchlist's brief), or raise
+    AdmissionRefused: the owner's runs in flight, then the owner's question rate. There is no address."""
+    await _check_runs_in_flight(caller)
+    await request_db_call(_check_rate, None, owner_key(caller), QUESTIONS, settings.CHAT_RATE_LIMIT, "questions")
 
 
 def _check_question_rates(request: HttpRequest, caller: Caller) -> None:

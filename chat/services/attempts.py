@@ -19,6 +19,7 @@ from chat.events import EventRejected, publish
 from chat.models import Message, ResearchRun
 from chat.selectors import history_before
 from chat.services import leases
+from chat.services.brief_outcomes import record_run_outcome
 from datascraper.schemas import ChatTurn, ResearchQuery, RunSummary
 
 
@@ -179,6 +180,7 @@ def _close(
         run.trace = [entry.model_dump(mode="json") for entry in summary.trace]
         run.verification = [check.model_dump(mode="json") for check in summary.verification]
     run.save()
+    record_run_outcome(run)
 
 
 @transaction.atomic

@@ -26,7 +26,7 @@ from django.utils import timezone
 from chat.db_calls import db_call
 from chat.events import stored_events
 from chat.models import ResearchRun
-from chat.services import attempts, leases
+from chat.services import attempts, delivery, leases
 from chat.services.attempts import (
     ATTEMPTS_EXHAUSTED,
     CANCELLED,
@@ -199,6 +199,7 @@ async def _conclude(
         if answer is not None:
             data = {"message_id": str(answer.id), "run_id": str(attempt.run_id), "signals": outcome.signals}
             await attempt.publish("done", data, final=True)
+            await delivery.deliver_run_brief(attempt.run_id)
     except AttemptSuperseded as exc:
         logger.warning("run %s: attempt %s superseded while concluding (%s)", attempt.run_id, attempt.n, exc)
 

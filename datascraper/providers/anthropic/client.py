@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import anthropic
 import httpx2
 from anthropic import AsyncAnthropic
@@ -11,12 +9,12 @@ from anthropic import AsyncAnthropic
 from datascraper.errors import ProviderNotConfigured
 from datascraper.models_config import get_research_config
 from datascraper.providers.anthropic.failures import refuse_retry_over_spend_limit
+from datascraper.providers.loop_client import PerLoop
 
 # As for OpenAI's client: twenty idle connections cover a burst's reuse without the pool scanning a hundred.
 CONNECTION_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=20)
 
-_client: AsyncAnthropic | None = None
-_client_loop: asyncio.AbstractEventLoop | None = None
+_clients: PerLoop[AsyncAnthropic] = PerLoop()
 
 
 def get_anthropic_client() -> AsyncAnthropic:
@@ -26,15 +24,14 @@ def get_anthropic_client() -> AsyncAnthropic:
     workload identity). `ANTHROPIC_BASE_URL` is the host alone; unset, the SDK's default host. The pool
     belongs to the event loop that opened its connections, so another running loop gets a client of its own.
     """
-    global _client, _client_loop
     config = get_research_config()
-    if not config.provider_configured("anthropic"):
+    if config.anthropic_api_key is None or not config.provider_configured("anthropic"):
         raise ProviderNotConfigured.missing("ANTHROPIC_API_KEY")
-    loop = _running_loop()
-    if _client is None or _client_loop is not loop:
-        assert config.anthropic_api_key is not None  # provider_configured checked it
-        _client = AsyncAnthropic(
-            api_key=config.anthropic_api_key.get_secret_value(),
+    key = config.anthropic_api_key
+
+    def build() -> AsyncAnthropic:
+        return AsyncAnthropic(
+            api_key=key.get_secret_value(),
             base_url=config.anthropic_base_url or "https://api.anthropic.com",
             timeout=config.request_timeout_s,
             max_retries=config.max_retries,
@@ -42,19 +39,10 @@ def get_anthropic_client() -> AsyncAnthropic:
                 limits=CONNECTION_LIMITS, event_hooks={"response": [refuse_retry_over_spend_limit]}
             ),
         )
-        _client_loop = loop
-    return _client
+
+    return _clients.get(build)
 
 
 def reset_anthropic_client() -> None:
     """Forget the shared client, so the next call reads the configuration again (tests, config reload)."""
-    global _client, _client_loop
-    _client = None
-    _client_loop = None
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+    _clients.reset()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx2
 import openai
 from openai import AsyncOpenAI
@@ -11,6 +9,7 @@ from openai import AsyncOpenAI
 from datascraper.errors import ProviderNotConfigured
 from datascraper.models_config import get_research_config
 from datascraper.providers.breaker import reset_breakers
+from datascraper.providers.loop_client import PerLoop
 from datascraper.providers.openai.failures import refuse_retry_without_credit
 
 # The SDK keeps up to 100 idle connections, and its pool probes every idle one for a server hang-up each
@@ -18,8 +17,7 @@ from datascraper.providers.openai.failures import refuse_retry_without_credit
 # cover a burst's reuse; past them, a connection is closed rather than kept.
 CONNECTION_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=20)
 
-_client: AsyncOpenAI | None = None
-_client_loop: asyncio.AbstractEventLoop | None = None
+_clients: PerLoop[AsyncOpenAI] = PerLoop()
 
 
 def get_openai_client() -> AsyncOpenAI:
@@ -28,15 +26,14 @@ def get_openai_client() -> AsyncOpenAI:
     One client per process keeps one connection pool. The pool belongs to the event loop that opened its
     connections, so a different running loop (a CLI's `asyncio.run`, a test) gets a client of its own.
     """
-    global _client, _client_loop
     config = get_research_config()
-    if not config.provider_configured("openai"):
+    if config.openai_api_key is None or not config.provider_configured("openai"):
         raise ProviderNotConfigured.missing("OPENAI_API_KEY")
-    loop = _running_loop()
-    if _client is None or _client_loop is not loop:
-        assert config.openai_api_key is not None  # provider_configured checked it
-        _client = AsyncOpenAI(
-            api_key=config.openai_api_key.get_secret_value(),
+    key = config.openai_api_key
+
+    def build() -> AsyncOpenAI:
+        return AsyncOpenAI(
+            api_key=key.get_secret_value(),
             base_url=config.openai_base_url,
             timeout=config.request_timeout_s,
             max_retries=config.max_retries,
@@ -44,21 +41,12 @@ def get_openai_client() -> AsyncOpenAI:
                 limits=CONNECTION_LIMITS, event_hooks={"response": [refuse_retry_without_credit]}
             ),
         )
-        _client_loop = loop
-    return _client
+
+    return _clients.get(build)
 
 
 def reset_openai_client() -> None:
     """Forget the shared client and the breakers' state, so the next call reads the configuration again
     (tests, config reload)."""
-    global _client, _client_loop
-    _client = None
-    _client_loop = None
+    _clients.reset()
     reset_breakers()
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
