@@ -41,12 +41,14 @@ EXAMPLE_USER_AGENT = "Finance Research Example ops@example.com"
 
 
 @contextmanager
-def fake_upstreams(*, sec: bool = False) -> Iterator[FakeOpenAIServer]:
+def fake_upstreams(*, sec: bool = False, server: FakeOpenAIServer | None = None) -> Iterator[FakeOpenAIServer]:
     """The fake OpenAI server (script it before running) with the market data client installed; with `sec`,
-    the filing tools on the same server read the fake SEC, which stops at exit."""
+    the filing tools on the same server read the fake SEC, which stops at exit. `server`: a model server the
+    caller started and configured itself (a fake Chat Completions server), used instead, OpenAI left unset."""
     with ExitStack() as stack:
-        fake = stack.enter_context(FakeOpenAIServer())
-        os.environ.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="example-key")
+        fake = server if server is not None else stack.enter_context(FakeOpenAIServer())
+        if server is None:
+            os.environ.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="example-key")
         get_research_config.cache_clear()
         reset_openai_client()
         filings = None  # the app's: FilingsService.from_env()

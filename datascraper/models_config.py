@@ -28,8 +28,24 @@ PROVIDER_REQUIREMENT: dict[ProviderName, tuple[str, str]] = {
     "openai-compatible": ("openai_compatible_base_url", "OPENAI_COMPATIBLE_BASE_URL"),
 }
 
+# Every variable a model provider's calls read, as the user writes them: its key and its base URL. A fix names
+# the key of a rejected key and the base URL of an unreachable provider; an evaluation's judge keeps both.
+PROVIDER_SETTINGS: dict[ProviderName, tuple[str, str]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "google": ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
+    "openai-compatible": ("OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL"),
+}
+
 # `hosted`: the research model's own search tool; the others are search APIs (`datascraper.search`).
 SearchProviderName = Literal["hosted", "searxng", "tavily", "brave", "exa"]
+# What each search API cannot search without: the field and the variable that sets it.
+SEARCH_REQUIREMENT: dict[SearchProviderName, tuple[str, str]] = {
+    "searxng": ("searxng_url", "SEARXNG_URL"),
+    "tavily": ("tavily_api_key", "TAVILY_API_KEY"),
+    "brave": ("brave_api_key", "BRAVE_API_KEY"),
+    "exa": ("exa_api_key", "EXA_API_KEY"),
+}
 
 
 class ConfidenceWeights(BaseModel):
@@ -173,6 +189,11 @@ class ResearchConfig(BaseModel):
         """Whether `provider`'s key (its address, for a compatible server) is set."""
         value = getattr(self, PROVIDER_REQUIREMENT[provider][0])
         return bool(value.get_secret_value() if isinstance(value, SecretStr) else value)
+
+    def configured_providers(self) -> list[ProviderName]:
+        """The providers the configured models name whose key (or address) is set, each once, in order."""
+        named = dict.fromkeys(ref.provider for _, ref in self.model_settings())
+        return [provider for provider in named if self.provider_configured(provider)]
 
     @property
     def missing_setting(self) -> str | None:

@@ -237,6 +237,8 @@ class StepEvent(_Event):
     state: StepState
     route: StepRoute
     elapsed_ms: int = 0
+    # A web search step's answering model, with its provider (`openai:gpt-5.4`); None for market data.
+    model: str | None = None
 
 
 class RoundEvent(_Event):

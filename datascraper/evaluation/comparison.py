@@ -168,7 +168,7 @@ def render_comparison(comparison: Comparison) -> str:
         "Each configuration ran in a process of its own, one after another, with its env file over this "
         "environment; its own report is in its folder (`NAME/report.md`). Costs are **estimates** from list "
         f"prices as of {comparison.prices_as_of.isoformat()} (`datascraper/evaluation/pricing.py`), not billed "
-        "amounts; n/a: a model missing from the table.",
+        "amounts; unknown: a model (or its search) missing from the table.",
         "",
         "## Configurations",
         "",
@@ -250,8 +250,8 @@ def _accuracy_cell(group: Accuracy | None) -> str:
 
 def _cost(c: ConfigurationFigures) -> str:
     if c.cost_per_question_usd is None:
-        return "n/a"
-    return f"${c.cost_per_question_usd:.4f}" + (f" ({c.cost_unknown} n/a)" if c.cost_unknown else "")
+        return "unknown"
+    return f"${c.cost_per_question_usd:.4f}" + (f" ({c.cost_unknown} unknown)" if c.cost_unknown else "")
 
 
 def _percent(value: float | None) -> str:

@@ -22,21 +22,14 @@ from dotenv import dotenv_values
 from dotenv.parser import parse_stream
 from pydantic import ValidationError
 
-from datascraper.models_config import ResearchConfig
+from datascraper.model_ref import parse_model
+from datascraper.models_config import PROVIDER_SETTINGS, ResearchConfig
 
 MIN_CONFIGURATIONS = 2
 # A configuration's name is also its folder's: a plain word.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 # The setting that names the judge's model; the children are told this process's.
 JUDGE_SETTING = "EVAL_JUDGE_MODEL"
-# What a model's calls read, by the provider its `provider:model` names (no prefix, or an unknown one as in a
-# fine-tuned model's id `ft:gpt-4.1:org::id`, is `openai`): the provider's key and base URL settings.
-PROVIDER_ENDPOINT = {
-    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "google": ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
-    "openai-compatible": ("OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL"),
-}
 # Settings whose values are never shown (in the comparison, its figures or a message), by their name.
 _SECRET = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
 HIDDEN = "(set, not shown)"
@@ -64,9 +57,9 @@ class Configuration:
 
 
 def judge_endpoint(judge_model: str) -> tuple[str, ...]:
-    """The settings the judge's calls read besides its model: its provider's key and base URL."""
-    provider, _, rest = judge_model.partition(":")
-    return PROVIDER_ENDPOINT[provider if rest and provider in PROVIDER_ENDPOINT else "openai"]
+    """The settings the judge's calls read besides its model: its provider's key and base URL (a model without
+    a prefix, or an OpenAI fine-tuned id such as `ft:gpt-4.1:org::id`, is `openai`'s)."""
+    return PROVIDER_SETTINGS[parse_model(judge_model).provider]
 
 
 def read_configurations(

@@ -162,7 +162,8 @@ def render_report(
         f"{len(results)} questions · {judged_by} · written {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"Costs are **estimates** from list prices as of {PRICES_AS_OF.isoformat()} "
-        "(`datascraper/evaluation/pricing.py`), not billed amounts; n/a: a model missing from the table.",
+        "(`datascraper/evaluation/pricing.py`), not billed amounts; unknown: a model (or its search) missing "
+        "from the table.",
         "",
         "## Totals",
         "",
@@ -208,13 +209,13 @@ def _totals(results: Sequence[EvalResult]) -> list[str]:
     if checked:
         counts = "/".join(str(citations[status]) for status in _CITATION_STATUSES)
         checked_citations = f"{counts} ({len(checked)} of {len(results)} runs checked)"
-    cost = f"${sum(known_costs):.2f}" + (" (some n/a)" if len(known_costs) < len(costs) else "")
+    cost = f"${sum(known_costs):.2f}" + (" (some unknown)" if len(known_costs) < len(costs) else "")
     judged = [r for r in results if r.judge_usage is not None]
     judge_line = []
     if judged:
         judge_tokens = sum(r.judge_usage.input_tokens + r.judge_usage.output_tokens for r in judged if r.judge_usage)
         judge_costs = [r.judge_cost_usd for r in judged]
-        judge_cost = "n/a" if None in judge_costs else f"${sum(c for c in judge_costs if c is not None):.2f}"
+        judge_cost = "unknown" if None in judge_costs else f"${sum(c for c in judge_costs if c is not None):.2f}"
         judge_line = [
             "",
             f"Grading (not in the figures above): {sum(r.judge_usage.calls for r in judged if r.judge_usage)} judge "
@@ -284,7 +285,7 @@ def _question_row(result: EvalResult) -> str:
     if total.web_search_calls:
         routes += f" ({total.web_search_calls} searches)"
     confidence = "—" if m.confidence is None else f"{m.confidence:.2f}"
-    cost = "n/a" if m.cost_usd is None else f"${m.cost_usd:.4f}"
+    cost = "unknown" if m.cost_usd is None else f"${m.cost_usd:.4f}"
     citations = "/".join(str(m.citations.get(status, 0)) for status in _CITATION_STATUSES)
     if not m.citations_checked:
         citations = "not checked"

@@ -1,11 +1,11 @@
 """Models retire: the configured ones are checked against their provider's own list.
 
 Each provider lists the models a key may use (OpenAI's `GET /v1/models`, each with an optional
-`shutdown_date`), read once per provider the configuration uses. A configured model with a shutdown announced
-is a warning naming the model and its date; one the provider no longer lists (shut down, misspelled, not open
-to this key) is an error naming the setting to change. Serving processes (web,
-`runworker`, `ask`) run the check in the background as they start, so a slow provider never delays them;
-`manage.py check` runs it bounded; staff read the last result on `GET /api/status`.
+`shutdown_date`), read once per provider the configuration uses whose key is set, all at once. A configured
+model with a shutdown announced is a warning naming the model and its date; one the provider no longer lists
+(shut down, misspelled, not open to this key) is an error naming the setting to change. Serving processes
+(web, `runworker`, `ask`) run the check in the background as they start, so a slow provider never delays
+them; `manage.py check` runs it bounded; staff read the last result on `GET /api/status`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from datascraper.errors import ResearchError, UpstreamTimeout
-from datascraper.model_ref import ModelRef, ProviderName, parse_model
-from datascraper.models_config import ResearchConfig, get_research_config
+from datascraper.errors import ModelsNotListed, ProviderNotConfigured, ResearchError, UpstreamTimeout
+from datascraper.model_ref import ModelRef, ProviderName
+from datascraper.models_config import PROVIDER_REQUIREMENT, ResearchConfig, get_research_config
 from datascraper.providers.base import ModelListing
 from datascraper.providers.registry import model_provider
 
@@ -41,10 +41,22 @@ class ModelCheck(BaseModel):
     message: str
 
 
+class ProviderCheck(BaseModel):
+    """One provider the configured models use: its model list read (how many it lists), or why it was not."""
+
+    provider: ProviderName
+    level: Literal["ok", "warning", "error"]  # warning: a server that keeps no model list (its models unchecked)
+    models_listed: int | None = None
+    error_code: str | None = None
+    message: str
+
+
 class ModelLifecycleReport(BaseModel):
-    """Every configured model, or why the list could not be read (`error_code` then says what to fix)."""
+    """Each configured provider's list and each of its configured models; `error_code` and `error` are the first
+    provider's whose list could not be read (its models then go unchecked), saying what to fix."""
 
     checked_at: datetime
+    providers: list[ProviderCheck] = []
     checks: list[ModelCheck] = []
     error_code: str | None = None
     error: str | None = None
@@ -53,15 +65,8 @@ class ModelLifecycleReport(BaseModel):
     def level(self) -> Level:
         if self.error_code is not None or any(c.level == "error" for c in self.checks):
             return "error"
-        return "warning" if any(c.level == "warning" for c in self.checks) else "ok"
-
-
-def configured_models(config: ResearchConfig) -> list[tuple[str, ModelRef]]:
-    """(setting, model) for each model a question uses."""
-    return [
-        ("RESEARCH_PLANNER_MODEL", parse_model(config.planner_model)),
-        ("RESEARCH_MODEL", parse_model(config.research_model)),
-    ]
+        warned = any(c.level == "warning" for c in self.checks) or any(p.level == "warning" for p in self.providers)
+        return "warning" if warned else "ok"
 
 
 def judge_model(setting: str, ref: ModelRef, listed: ModelListing, today: date) -> ModelCheck:
@@ -98,37 +103,63 @@ def judge_model(setting: str, ref: ModelRef, listed: ModelListing, today: date) 
     )
 
 
+async def list_models_of(
+    config: ResearchConfig, provider: ProviderName, *, timeout_s: float = CHECK_TIMEOUT_S
+) -> tuple[ProviderCheck, ModelListing | None]:
+    """Read `provider`'s model list once, through the registry, bounded by `timeout_s`; the listing is None
+    when it could not be read (no key, a rejected one, an unreachable provider), the check saying why."""
+    ref = next(ref for _, ref in config.model_settings() if ref.provider == provider)
+    if not config.provider_configured(provider):
+        failure: ResearchError = ProviderNotConfigured.missing(PROVIDER_REQUIREMENT[provider][1])
+        return _unlisted(provider, failure), None
+    try:
+        async with asyncio.timeout(timeout_s):
+            listed = await model_provider(ref).list_models(timeout_s=timeout_s)
+    except TimeoutError:
+        return _unlisted(provider, UpstreamTimeout()), None
+    except ModelsNotListed as exc:  # nothing is wrong with the server; its models go unchecked
+        return ProviderCheck(provider=provider, level="warning", error_code=exc.code, message=exc.message), None
+    except ResearchError as exc:
+        return _unlisted(provider, exc), None
+    message = f"{provider} lists {len(listed)} model(s)."
+    return ProviderCheck(provider=provider, level="ok", models_listed=len(listed), message=message), listed
+
+
+def _unlisted(provider: ProviderName, failure: ResearchError) -> ProviderCheck:
+    return ProviderCheck(provider=provider, level="error", error_code=failure.code, message=failure.message)
+
+
 async def check_models(
     config: ResearchConfig | None = None, *, timeout_s: float = CHECK_TIMEOUT_S, today: date | None = None
 ) -> ModelLifecycleReport:
-    """List each provider's models once (bounded by `timeout_s`) and judge each configured model."""
+    """List the models of each provider whose key is set, at once (each bounded by `timeout_s`), and judge
+    each configured model of a provider that answered. A provider without its key is not asked: the runs
+    that need it end `provider_not_configured`, and `doctor` says which variable to set."""
     config = config or get_research_config()
     now = datetime.now(UTC)
     today = today or now.date()
-    configured = configured_models(config)
-    listings: dict[ProviderName, ModelListing] = {}
-    for _, ref in configured:
-        if ref.provider in listings:
-            continue
-        try:
-            provider = model_provider(ref)
-            async with asyncio.timeout(timeout_s):
-                listings[ref.provider] = await provider.list_models(timeout_s=timeout_s)
-        except TimeoutError:
-            return _unchecked(now, UpstreamTimeout())
-        except ResearchError as exc:
-            return _unchecked(now, exc)
-    checks = [judge_model(setting, ref, listings[ref.provider], today) for setting, ref in configured]
-    return ModelLifecycleReport(checked_at=now, checks=checks)
-
-
-def _unchecked(now: datetime, failure: ResearchError) -> ModelLifecycleReport:
-    return ModelLifecycleReport(checked_at=now, error_code=failure.code, error=failure.message)
+    providers = config.configured_providers()
+    listed = await asyncio.gather(*(list_models_of(config, p, timeout_s=timeout_s) for p in providers))
+    listings = {check.provider: listing for check, listing in listed if listing is not None}
+    failed = next((check for check, _ in listed if check.level == "error"), None)
+    return ModelLifecycleReport(
+        checked_at=now,
+        providers=[check for check, _ in listed],
+        checks=[
+            judge_model(setting, ref, listings[ref.provider], today)
+            for setting, ref in config.model_settings()
+            if ref.provider in listings
+        ],
+        error_code=failed.error_code if failed else None,
+        error=failed.message if failed else None,
+    )
 
 
 def log_report(report: ModelLifecycleReport) -> None:
-    if report.error_code is not None:
-        logger.error("The configured models could not be checked: %s", report.error)
+    for provider in report.providers:
+        if provider.level != "ok":
+            log = logger.error if provider.level == "error" else logger.warning
+            log("The models of %s could not be checked: %s", provider.provider, provider.message)
     for check in report.checks:
         if check.level == "error":
             logger.error("%s", check.message)
@@ -146,9 +177,9 @@ def latest_report() -> ModelLifecycleReport | None:
 
 
 async def refresh_report(*, timeout_s: float = CHECK_TIMEOUT_S) -> ModelLifecycleReport | None:
-    """Check now, keep and log the result; None when no key is configured (nothing to check)."""
+    """Check now, keep and log the result; None when no provider's key is set (nothing to check)."""
     global _latest
-    if not get_research_config().is_configured:
+    if not get_research_config().configured_providers():
         return None
     report = await check_models(timeout_s=timeout_s)
     _latest = report
@@ -158,7 +189,7 @@ async def refresh_report(*, timeout_s: float = CHECK_TIMEOUT_S) -> ModelLifecycl
 
 def start_model_check() -> asyncio.Task[ModelLifecycleReport | None] | None:
     """Check the configured models in the background of the running loop; the process does not wait."""
-    if not get_research_config().is_configured:
+    if not get_research_config().configured_providers():
         return None
     task = asyncio.get_running_loop().create_task(refresh_report(), name="model-lifecycle-check")
     _running.add(task)  # the loop keeps only a weak reference

@@ -18,7 +18,9 @@ async def warm_up_models() -> None:
     that serves.
     """
     try:
-        for provider in configured_providers(get_research_config()):
-            await provider.warm_up((QueryAnalysis, GapReport))
+        config = get_research_config()
+        for provider in configured_providers(config):
+            if provider.name in config.configured_providers():  # a provider without its key has nothing to warm
+                await provider.warm_up((QueryAnalysis, GapReport))
     except Exception:  # a warm-up never stops a process from serving
         logger.warning("The model client was not warmed up; the first call builds what it needs.", exc_info=True)

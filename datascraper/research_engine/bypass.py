@@ -21,6 +21,7 @@ from datascraper import prompts
 from datascraper.errors import ResearchError
 from datascraper.market_data.errors import MarketDataError
 from datascraper.market_data.schemas import Quote
+from datascraper.model_ref import parse_model
 from datascraper.quality_logger import SpeculationOutcome
 from datascraper.query_analyzer import FastPathMatch
 from datascraper.research_engine.confidence import annotate_sources
@@ -196,7 +197,10 @@ async def answer_from_quote(state: RunState, match: FastPathMatch) -> AsyncItera
     elapsed_ms = round((time.monotonic() - started) * 1000)
     state.clock.add("researching", started)
     if answer is None:
-        yield StepEvent(sub_question_id=step.id, state="fallback", route="web_search", elapsed_ms=elapsed_ms)
+        model = str(parse_model(state.config.research_model))  # the quick answer's web search answers it
+        yield StepEvent(
+            sub_question_id=step.id, state="fallback", route="web_search", elapsed_ms=elapsed_ms, model=model
+        )
         return
     yield StepEvent(sub_question_id=step.id, state="done", route="market_data", elapsed_ms=elapsed_ms)
     state.clock.first_token()

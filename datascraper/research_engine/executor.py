@@ -20,6 +20,7 @@ from typing import cast
 from datascraper import prompts
 from datascraper.errors import ACCOUNT_FAILURES, DeadlineExceeded, ResearchError
 from datascraper.market_data.errors import MarketDataError
+from datascraper.model_ref import parse_model
 from datascraper.models_config import ResearchConfig
 from datascraper.plan_schemas import SubQuestion
 from datascraper.providers import breaker
@@ -125,7 +126,10 @@ async def _answer_in_turn(
             # A bug or a malformed upstream payload (CancelledError is not an Exception and goes through).
             logger.exception("Sub-question %s failed unexpectedly", step.id)
             code = "internal_error"
-        return _failed(step, emit, started, route=attempt.route, code=code, fallback_reason=attempt.fallback_reason)
+        model = str(parse_model(config.research_model)) if attempt.route == "web_search" else None
+        return _failed(
+            step, emit, started, route=attempt.route, code=code, fallback_reason=attempt.fallback_reason, model=model
+        )
 
 
 async def answer_sub_question(
@@ -142,6 +146,7 @@ async def answer_sub_question(
 
     `attempt` follows the route taken, for the caller's report of a timeout or a crash.
     """
+    model = str(parse_model(config.research_model))  # a web search's text is the research model's
     if step.route == "market_data":
         emit(StepEvent(sub_question_id=step.id, state="started", route="market_data"))
         if is_filing_data(step.data):
@@ -155,26 +160,22 @@ async def answer_sub_question(
         attempt.fallback_reason = found
         attempt.route = "web_search"
         # `fallback` names the route the sub-question falls back to.
-        emit(_step(step, "fallback", "web_search", started))
+        emit(_step(step, "fallback", "web_search", started, model=model))
     else:
-        emit(StepEvent(sub_question_id=step.id, state="started", route="web_search"))
+        emit(StepEvent(sub_question_id=step.id, state="started", route="web_search", model=model))
 
-    search = web_answer(
-        step.question,
-        instructions=prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS,
-        config=config,
-        ledger=ledger,
-        today=today,
-    )
+    instructions = prompts.SUB_QUESTION_SEARCH_INSTRUCTIONS
+    search = web_answer(step.question, instructions=instructions, config=config, ledger=ledger, today=today)
     try:
         async for _ in search:
             pass
     except ACCOUNT_FAILURES:
         raise
     except ResearchError as exc:
-        return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=attempt.fallback_reason)
+        reason = attempt.fallback_reason
+        return _failed(step, emit, started, route="web_search", code=exc.code, fallback_reason=reason, model=model)
     result = search.result
-    emit(_step(step, "done", "web_search", started))
+    emit(_step(step, "done", "web_search", started, model=model))
     return Finding(
         step=step,
         status="answered",
@@ -184,6 +185,7 @@ async def answer_sub_question(
         pages=result.pages,
         fallback_reason=attempt.fallback_reason,
         elapsed_ms=_ms(started),
+        model=model,
     )
 
 
@@ -262,10 +264,17 @@ async def _from_filings(step: PlannedStep, data: FilingDataKind, *, config: Rese
 
 
 def _failed(
-    step: PlannedStep, emit: Emit, started: float, *, route: str, code: str, fallback_reason: str | None = None
+    step: PlannedStep,
+    emit: Emit,
+    started: float,
+    *,
+    route: str,
+    code: str,
+    fallback_reason: str | None = None,
+    model: str | None = None,
 ) -> Finding:
     public_route: StepRoute = "market_data" if route == "market_data" else "web_search"
-    emit(_step(step, "failed", public_route, started))
+    emit(_step(step, "failed", public_route, started, model=model))
     return Finding(
         step=step,
         status="failed",
@@ -273,11 +282,14 @@ def _failed(
         error=code,
         fallback_reason=fallback_reason,
         elapsed_ms=_ms(started),
+        model=model,
     )
 
 
-def _step(step: PlannedStep, state: StepState, route: StepRoute, started: float) -> StepEvent:
-    return StepEvent(sub_question_id=step.id, state=state, route=route, elapsed_ms=_ms(started))
+def _step(
+    step: PlannedStep, state: StepState, route: StepRoute, started: float, *, model: str | None = None
+) -> StepEvent:
+    return StepEvent(sub_question_id=step.id, state=state, route=route, elapsed_ms=_ms(started), model=model)
 
 
 def _ms(since: float) -> int:

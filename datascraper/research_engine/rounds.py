@@ -67,7 +67,9 @@ async def research_in_rounds(
     for n in range(first_round, state.config.max_iterations + 1):
         async for event in execute(state, steps, n):
             yield event
-        record = RoundRecord(n=n, sub_questions=[step.id for step in steps])
+        ids = {step.id for step in steps}
+        models = {f.step.id: f.model for f in state.findings if f.step.id in ids and f.model is not None}
+        record = RoundRecord(n=n, sub_questions=[step.id for step in steps], models=models)
         state.rounds.append(record)
         if (limit := run_limit_reached(state)) is not None:
             # No time or tokens left even to judge the findings: the answer is written from them as they are.

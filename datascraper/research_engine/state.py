@@ -128,6 +128,7 @@ class Finding(BaseModel):
     pages: dict[str, str] = Field(default_factory=dict, exclude=True)
     error: str | None = None  # the error code of a failed sub-question
     elapsed_ms: int = 0
+    model: str | None = None  # the model that wrote a web search's text, as `provider:model`
 
 
 class RoundRecord(BaseModel):
@@ -135,6 +136,8 @@ class RoundRecord(BaseModel):
 
     n: int
     sub_questions: list[str]
+    # The model that answered each web-searched sub-question of the round, by id, as `provider:model`.
+    models: dict[str, str] = Field(default_factory=dict)
     complete: bool = False
     score: float | None = None
     gaps: list[str] = Field(default_factory=list)

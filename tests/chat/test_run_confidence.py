@@ -82,3 +82,21 @@ async def test_the_api_documents_confidence_and_trace(api):
     assert {"confidence", "trace"} <= set(schema["RunOut"]["properties"])
     assert COMPONENTS | {"summary", "progression"} <= set(schema["RunConfidence"]["properties"])
     assert {"confidence", "new_sources", "weak_areas", "plan_changes", "stop_reason"} <= set(schema["TraceEntry"]["properties"])
+
+
+async def test_each_web_search_step_names_the_model_that_answered_it_with_its_provider(api, fake_openai, research_env):
+    research_env(RESEARCH_MODEL="openai:gpt-5.4", RESEARCH_PLANNER_MODEL="gpt-5.4-mini")
+    script_analysis(fake_openai, ANALYSTS)
+    script_one_reuters_source(fake_openai)
+    script_gaps(fake_openai, gaps(9, complete=True), gaps(9.5, complete=True))
+    script_synthesis(fake_openai, "Analysts rate Apple a buy [1][2][3].")
+    accepted = await ask(api, QUESTION, mode="research")
+
+    run = await wait_finished(api, accepted["run_id"])
+    events = await read_events(api, accepted["events_url"])
+
+    steps = [e.data for e in events if e.type == "step"]
+    assert steps and {(s["route"], s["model"]) for s in steps} == {("web_search", "openai:gpt-5.4")}
+    assert [r["models"] for r in run["rounds"]] == [{"q1": "openai:gpt-5.4"}, {"q2": "openai:gpt-5.4"}]
+    # the run's usage names each model by its label: the default provider's without its prefix
+    assert set(run["usage"]["by_model"]) == {"gpt-5.4", "gpt-5.4-mini"}

@@ -621,10 +621,10 @@ def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int
         StatusEvent(phase="researching", label="Researching 3 sub-questions", detail="Round 1"),
         StepEvent(sub_question_id="q1", state="started", route="market_data"),
         StepEvent(sub_question_id="q2", state="started", route="market_data"),
-        StepEvent(sub_question_id="q3", state="started", route="web_search"),
+        StepEvent(sub_question_id="q3", state="started", route="web_search", model="openai:gpt-5.4"),
         StepEvent(sub_question_id="q1", state="done", route="market_data", elapsed_ms=140),
         StepEvent(sub_question_id="q2", state="done", route="market_data", elapsed_ms=160),
-        StepEvent(sub_question_id="q3", state="done", route="web_search", elapsed_ms=2300),
+        StepEvent(sub_question_id="q3", state="done", route="web_search", elapsed_ms=2300, model="openai:gpt-5.4"),
         StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 1"),
         RoundEvent(
             n=1,
@@ -636,8 +636,10 @@ def research_events(*, before_answer: Gate | None = None, answer_paragraphs: int
         ),
         PlanEvent(needs_decomposition=True, sub_questions=[*RESEARCH_PLAN.sub_questions, FOLLOW_UP]),
         StatusEvent(phase="researching", label="Researching 1 sub-question", detail="Round 2"),
-        StepEvent(sub_question_id="q5", state="started", route="web_search"),
-        StepEvent(sub_question_id="q5", state="done", route="web_search", elapsed_ms=1900),
+        StepEvent(sub_question_id="q5", state="started", route="web_search", model="anthropic:claude-sonnet-4-5"),
+        StepEvent(
+            sub_question_id="q5", state="done", route="web_search", elapsed_ms=1900, model="anthropic:claude-sonnet-4-5"
+        ),
         StatusEvent(phase="evaluating", label="Checking the findings for gaps", detail="Round 2"),
         RoundEvent(n=2, complete=True, confidence=0.81, stop_reason="complete"),
         StatusEvent(phase="synthesizing", label="Writing the answer", detail="From 4 findings and 4 sources"),
@@ -730,7 +732,14 @@ def test_process_panel_collapses_when_the_answer_starts_and_reopens_on_click(pag
         "Round 1: gaps: Azure's growth in the latest quarter (weak: Azure's growth in the latest quarter)",
         "Round 2: complete (stopped: complete)",
     ]
-    assert answer.locator(".steps li .step-route").all_inner_texts() == ["market data", "market data", "web", "analysis", "web"]
+    # Each web step names the model that answered it, with its provider, as its step events say.
+    assert answer.locator(".steps li .step-route").all_inner_texts() == [
+        "market data",
+        "market data",
+        "web · openai:gpt-5.4",
+        "analysis",
+        "web · anthropic:claude-sonnet-4-5",
+    ]
     assert answer.locator('.steps li[data-sub-question-id="q3"] .step-time').inner_text() == "2.3 s"
     mid_answer.open()
     wait_until_finished(answer)

@@ -262,3 +262,100 @@ def test_with_the_hosted_search_the_search_provider_check_is_skipped(provider, m
     output, _ = doctor("--page-url", public_page)
 
     assert lines_by_name(output)["search provider"].startswith("- search provider")
+
+
+def checks_by_name(output: str) -> dict[str, dict[str, object]]:
+    return {check["name"]: check for check in json.loads(output)["checks"]}
+
+
+def test_json_lists_a_check_for_each_model_provider_and_the_search_provider(
+    provider, fake_anthropic, market_data, public_page, searx, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6", SEARCH_PROVIDER="searxng", SEARXNG_URL=searx.url)
+
+    output, status = doctor("--json", "--page-url", public_page)
+
+    checks = checks_by_name(output)
+    assert status == 0, output
+    assert (checks["key"]["status"], checks["key"]["provider"]) == ("ok", "openai")
+    assert (checks["key anthropic"]["status"], checks["key anthropic"]["provider"]) == ("ok", "anthropic")
+    judge = checks["model EVAL_JUDGE_MODEL"]
+    assert (judge["status"], judge["provider"]) == ("ok", "anthropic")
+    assert judge["detail"] == "anthropic:claude-sonnet-4-6, no shutdown announced"
+    assert checks["model RESEARCH_MODEL"]["provider"] == "openai"
+    search = checks["search provider"]
+    assert (search["status"], search["provider"]) == ("ok", "searxng")
+    assert len([r for r in provider.requests if r.path == "/v1/models"]) == 1
+    assert [r.path for r in fake_anthropic.requests if r.path.startswith("/v1/models")][:1] == ["/v1/models"]
+    assert not [r for r in fake_anthropic.requests if r.path == "/v1/messages"]  # the judge is listed, not asked
+
+
+def test_a_provider_without_its_key_fails_its_own_check_naming_the_variable(
+    provider, market_data, public_page, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6", ANTHROPIC_API_KEY="")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["key anthropic"].startswith("✗") and "ANTHROPIC_API_KEY is not set" in lines["key anthropic"]
+    assert "fix: Put ANTHROPIC_API_KEY=... in .env or the environment." in output
+    assert lines["model EVAL_JUDGE_MODEL"].startswith("-")
+    for name in ("key", "model RESEARCH_MODEL", "structured output", "web search"):  # the planner's provider works
+        assert lines[name].startswith("✓"), lines[name]
+
+
+def test_a_judge_model_its_provider_does_not_list_fails_naming_the_setting(
+    provider, fake_anthropic, market_data, public_page, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-old")
+
+    output, status = doctor("--page-url", public_page)
+
+    assert status == 1
+    assert lines_by_name(output)["model EVAL_JUDGE_MODEL"].startswith("✗")
+    assert "The provider does not list 'anthropic:claude-old'" in output and "set EVAL_JUDGE_MODEL" in output
+
+
+def test_settings_that_stop_every_other_command_are_doctor_s_failing_configuration_check(
+    provider, market_data, public_page, research_env
+):
+    research_env(RESEARCH_CONCURRENCY="1000")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["configuration"].startswith("✗ configuration")
+    assert "Invalid research settings (concurrency): check the RESEARCH_* variables." in lines["configuration"]
+    assert "fix: Change the setting the line names" in output
+    for name in ("key", "structured output", "web search", "search provider", "Yahoo quote", "citation fetcher"):
+        assert lines[name].startswith("-") and "needs valid settings" in lines[name], lines[name]
+    assert lines["database"].startswith("✓")
+    assert provider.requests == []
+
+
+def test_hosted_search_without_a_model_that_searches_fails_the_configuration_check_and_the_rest_runs(
+    provider, market_data, public_page, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="openai-compatible:llama3.3", RESEARCH_MODEL="openai-compatible:llama3.3")
+
+    output, status = doctor("--page-url", public_page)
+
+    lines = lines_by_name(output)
+    assert status == 1
+    assert lines["configuration"].startswith("✗") and "SEARCH_PROVIDER=hosted needs a research model" in output
+    assert lines["key openai-compatible"].startswith("✗") and "OPENAI_COMPATIBLE_BASE_URL is not set" in output
+    for name in ("key", "model RESEARCH_PLANNER_MODEL", "structured output", "Yahoo quote", "database"):
+        assert lines[name].startswith("✓"), lines[name]
+
+
+def test_with_valid_settings_the_configuration_check_names_each_model_and_the_search(
+    provider, market_data, public_page
+):
+    output, _ = doctor("--page-url", public_page)
+
+    line = lines_by_name(output)["configuration"]
+    assert line.startswith("✓ configuration")
+    assert "RESEARCH_PLANNER_MODEL=openai:gpt-5.4-mini, RESEARCH_MODEL=openai:gpt-5.4, SEARCH_PROVIDER=hosted" in line

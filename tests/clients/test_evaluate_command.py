@@ -253,3 +253,16 @@ def test_a_results_file_no_manifest_claims_is_refused_untouched(
     assert not fake_openai.requests
     assert (out / "results.jsonl").read_text(encoding="utf-8") == foreign
     assert sorted(path.name for path in out.iterdir()) == ["results.jsonl"]
+
+
+def test_a_judge_whose_provider_has_no_key_stops_the_command_naming_that_key(
+    fake_openai: FakeOpenAIServer, research_env, question_set: Path, tmp_path: Path
+) -> None:
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY="")
+
+    with pytest.raises(CommandError, match=r"^provider_not_configured: set ANTHROPIC_API_KEY to evaluate the answers\.$"):
+        evaluate(str(question_set), "--out", str(tmp_path / "run"))
+
+    assert fake_openai.requests == []  # no question was answered before the judge's key was missing
+    stdout, _ = evaluate(str(question_set), "--out", str(tmp_path / "measured"), "--no-judge")  # nothing to grade
+    assert stdout.strip() == str(tmp_path / "measured" / "report.md")

@@ -107,6 +107,24 @@ def test_doctor_reports_a_retired_model_as_its_own_check_instead_of_refusing_to_
     assert "gpt-5.2-chat-latest" in research["detail"] and "RESEARCH_MODEL" in (research["fix"] or research["detail"])
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"RESEARCH_CONCURRENCY": "1000"}, "Invalid research settings (concurrency)"),
+        ({"EVAL_JUDGE_MODEL": "antropic:claude-x"}, "EVAL_JUDGE_MODEL='antropic:claude-x' names an unknown provider"),
+    ],
+)
+def test_doctor_runs_on_a_setting_that_stops_every_other_command_and_reports_it(tmp_path, setting, said):
+    result = manage(tmp_path, "doctor", "--json", "--timeout", "5", "--page-url", f"{NOT_LISTENING}/about", **setting)
+
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
+    assert checks["configuration"]["status"] == "fail" and checks["configuration"]["detail"].startswith(said)
+    assert checks["configuration"]["fix"]
+    assert checks["database"]["status"] == "fail"  # the checks that need no settings still ran
+
+
 def test_create_api_key_before_migrate_says_to_migrate(tmp_path):
     result = manage(tmp_path, "create_api_key", "alice")
 

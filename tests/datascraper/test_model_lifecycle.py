@@ -16,7 +16,9 @@ from django.core.management.base import SystemCheckError
 from config.asgi import MarketDataLifespan
 from datascraper.models_config import ResearchConfig
 from datascraper.providers import lifecycle
+from datascraper.providers.anthropic.provider import AnthropicProvider
 from datascraper.providers.lifecycle import check_models, start_model_check
+from datascraper.providers.warm_up import warm_up_models
 from tests.config.test_asgi_lifespan import LifespanDriver
 from tests.datascraper.conftest import market_data  # noqa: F401  (the fixture)
 
@@ -154,3 +156,65 @@ async def test_staff_see_the_last_model_check_on_the_status(api, fake_openai, re
         "shutdown_date": "2026-12-11",
         "message": "'gpt-5-mini' shuts down on 2026-12-11: set RESEARCH_PLANNER_MODEL to a current model before then.",
     }
+
+
+async def test_each_provider_whose_key_is_set_is_listed_once_and_its_models_judged(
+    fake_openai, fake_anthropic, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-old")
+
+    report = await check_models(today=TODAY)
+
+    assert [(p.provider, p.level) for p in report.providers] == [("openai", "ok"), ("anthropic", "ok")]
+    assert report.providers[0].models_listed and report.providers[1].models_listed
+    assert [(c.setting, c.model, c.provider, c.level) for c in report.checks] == [
+        ("RESEARCH_PLANNER_MODEL", "gpt-5.4-mini", "openai", "ok"),
+        ("RESEARCH_MODEL", "gpt-5.4", "openai", "ok"),
+        ("EVAL_JUDGE_MODEL", "anthropic:claude-old", "anthropic", "error"),
+    ]
+    assert "does not list 'anthropic:claude-old'" in report.checks[2].message and "EVAL_JUDGE_MODEL" in report.checks[2].message
+    assert len([r for r in fake_openai.requests if r.path == "/v1/models"]) == 1
+
+
+async def test_a_provider_without_its_key_is_not_asked_and_the_others_are_checked(
+    fake_openai, fake_anthropic, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6", ANTHROPIC_API_KEY="")
+
+    report = await check_models(today=TODAY)
+
+    assert report.level == "ok" and [p.provider for p in report.providers] == ["openai"]
+    assert [c.setting for c in report.checks] == ["RESEARCH_PLANNER_MODEL", "RESEARCH_MODEL"]
+    assert fake_anthropic.requests == []
+
+
+async def test_a_provider_that_fails_leaves_the_others_checked_and_names_what_failed(
+    fake_openai, fake_anthropic, research_env
+):
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6")
+    fake_openai.revoked_keys.add("test-key")
+
+    report = await check_models(today=TODAY)
+
+    assert [(p.provider, p.level, p.error_code) for p in report.providers] == [
+        ("openai", "error", "provider_auth_failed"),
+        ("anthropic", "ok", None),
+    ]
+    assert report.error_code == "provider_auth_failed" and report.level == "error"
+    assert [(c.setting, c.level) for c in report.checks] == [("EVAL_JUDGE_MODEL", "ok")]
+
+
+async def test_only_the_providers_whose_key_is_set_are_warmed_up(fake_openai, research_env, monkeypatch):
+    warmed: list[str] = []
+
+    async def warm_up(provider: AnthropicProvider, schemas: object) -> None:
+        warmed.append(provider.name)
+
+    monkeypatch.setattr(AnthropicProvider, "warm_up", warm_up)
+    research_env(EVAL_JUDGE_MODEL="anthropic:claude-sonnet-4-6", ANTHROPIC_API_KEY="")
+    await warm_up_models()
+    assert warmed == []
+
+    research_env(ANTHROPIC_API_KEY="placeholder-key-anthropic")
+    await warm_up_models()
+    assert warmed == ["anthropic"]

@@ -122,8 +122,9 @@ class Command(BaseCommand):
         if task.cancelled():
             return
         report = task.result()
-        if report.error:
-            self.progress(f"! the configured models could not be checked: {report.error}")
+        for provider in report.providers:
+            if provider.level != "ok":
+                self.progress(f"! the models of {provider.provider} could not be checked: {provider.message}")
         for check in report.checks:
             if check.level != "ok":
                 self.progress(f"! {check.message}")

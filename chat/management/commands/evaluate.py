@@ -46,7 +46,8 @@ from datascraper.evaluation.questions import EvalQuestion, QuestionSetInvalid, l
 from datascraper.evaluation.report import write_report
 from datascraper.evaluation.results import RESULTS_NAME, ResultLog, load_results, row_key
 from datascraper.evaluation.runner import DEFAULT_CONCURRENCY, EvaluationProgress, run_evaluation
-from datascraper.models_config import get_research_config
+from datascraper.model_ref import parse_model
+from datascraper.models_config import PROVIDER_REQUIREMENT, ResearchConfig, get_research_config
 from datascraper.research_engine.data.market_data_client import warm_up_market_data
 
 MAX_CONCURRENCY = 16
@@ -115,9 +116,10 @@ class Command(BaseCommand):
         if baseline is not None and not baseline.is_file():
             raise CommandError(f"{baseline}: no such baseline results file.")
         config = get_research_config()
-        if not config.is_configured and not (configs and no_judge):  # with --config, only the judge runs here
-            raise CommandError("provider_not_configured: set OPENAI_API_KEY to evaluate the answers.")
         judged_by = None if no_judge else judge_model(config)
+        missing = missing_setting(config, judged_by, answers_here=not configs)  # with --config, only the judge
+        if missing is not None:
+            raise CommandError(f"provider_not_configured: set {missing} to evaluate the answers.")
         try:
             configurations = read_configurations(configs, os.environ, judged_by) if configs else []
         except ConfigurationInvalid as exc:
@@ -296,3 +298,15 @@ def _child_command(
     command += ["--concurrency", str(concurrency), "--verbosity", str(verbosity)]
     command += ["--no-judge"] if judge is None else []
     return command + (["--baseline", str(baseline.resolve())] if baseline is not None else [])
+
+
+def missing_setting(config: ResearchConfig, judge: str | None, *, answers_here: bool) -> str | None:
+    """The first variable that a provider this process calls needs and lacks: the answering models' (unless
+    each configuration answers in its own process) and the judge's, so the command stops before any question."""
+    if answers_here and config.missing_setting is not None:
+        return config.missing_setting
+    if judge is not None:
+        provider = parse_model(judge).provider
+        if not config.provider_configured(provider):
+            return PROVIDER_REQUIREMENT[provider][1]
+    return None

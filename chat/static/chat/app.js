@@ -332,19 +332,29 @@
         const item = this.stepItem(id);
         item.querySelector(".step-question").textContent = question;
         item.dataset.route = route;
-        item.querySelector(".step-route").textContent = ROUTE_LABELS[route] || route;
+        this.showStepRoute(item);
         if (route === "synthesis" && this.answering) item.dataset.state = "started";
         this.showStepState(item);
       }
       this.update();
     }
 
-    setStep({ sub_question_id: id, state, elapsed_ms: elapsedMs }) {
+    setStep({ sub_question_id: id, state, elapsed_ms: elapsedMs, model }) {
       const item = this.stepItem(id);
       item.dataset.state = state;
+      if (model) {
+        item.dataset.model = model;
+        this.showStepRoute(item);
+      }
       item.querySelector(".step-time").textContent = elapsedMs ? `${(elapsedMs / 1000).toFixed(1)} s` : "";
       this.showStepState(item);
       this.update();
+    }
+
+    /** The route, and for a web search step the model that answers it with its provider (`openai:gpt-5.4`). */
+    showStepRoute(item) {
+      const route = ROUTE_LABELS[item.dataset.route] || item.dataset.route || "";
+      item.querySelector(".step-route").textContent = item.dataset.model ? `${route} · ${item.dataset.model}` : route;
     }
 
     showStepState(item) {

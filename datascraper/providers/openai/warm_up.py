@@ -76,5 +76,5 @@ async def warm_up_openai(schemas: Sequence[type[BaseModel]]) -> None:
         await sdk.responses.create(model="warm-up", input="", extra_body={"text": text})
         # The web search streams through this wrapper; building it loads the SDK's streaming types.
         sdk.responses.with_streaming_response  # noqa: B018
-    if get_research_config().is_configured:
+    if get_research_config().provider_configured("openai"):
         get_openai_client()

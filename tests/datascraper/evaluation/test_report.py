@@ -91,7 +91,7 @@ def test_the_report_has_totals_calibration_a_plot_the_baseline_and_a_row_per_que
     # 3 questions, 2 answered, 1 error, 1 correct, 0 partially, 1 wrong, 0 ungraded, accuracy 1/2.
     assert "| 3 | 2 | 1 | 1 | 0 | 1 | 0 | 50% |" in text
     assert "| 10.0 s | 30.0 s |" in text  # p50 and p95 over the answered runs
-    assert "(some n/a)" in text  # one run's cost is unknown
+    assert "(some unknown)" in text  # one run's cost is unknown
     assert "| 0.90-1.00 | 1 | 1 | 0 | 100% | `████████████████████` |" in text
     assert "| 0.00-0.50 | 1 | 0 | 0 | 0% | `░░░░░░░░░░░░░░░░░░░░` |" in text
     assert "![accuracy by confidence band](calibration.svg)" in text
