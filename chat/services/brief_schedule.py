@@ -2,10 +2,13 @@
 
 A watchlist is due when its `next_run_at` has passed. Its slot is the latest firing of its schedule up to
 now, never one before the watchlist existed: after downtime the missed slots before it are skipped, so at
-most one catch-up brief comes. The process that moves `next_run_at` on (one conditional UPDATE, on the
-value it read) starts the slot's brief; any other process reading the same row finds the UPDATE changes
-nothing and leaves it. The database's unique constraint on (watchlist, slot) stands behind that: a second
-start of a slot is refused (`BriefSlotTaken`) before anything is asked of the data tools.
+most one catch-up brief comes. Every process that sees it due starts the slot's brief; the database's
+unique constraint on (watchlist, slot) lets one record it, and refuses the others (`BriefSlotTaken`)
+before anything is asked of the data tools. Only then is `next_run_at` moved on (one conditional UPDATE,
+on the value read, by whichever process gets there): a process that stops between the two leaves the
+watchlist due, and the next look finds the slot recorded and moves it on. So no slot is lost and none
+is briefed twice. A start that fails before its row is recorded (the database away) leaves the watchlist
+due for the next look.
 
 `tick()` is what the schedulers call every BRIEFS_TICK seconds (the in-process loop of a web process, the
 queue's periodic task on a worker): the due briefs, then the deliveries whose next attempt is due.
@@ -35,10 +38,11 @@ _JUST_BEFORE = timedelta(microseconds=1)
 
 @dataclass(frozen=True)
 class DueSlot:
-    """A watchlist this process took, and the firing its brief answers."""
+    """A due watchlist, as read (`next_run_at` then), and the firing its brief answers (None: no firing
+    since it was created, only `next_run_at` to move on)."""
 
     watchlist: Watchlist
-    slot: datetime
+    slot: datetime | None
 
 
 def schedule_of(watchlist: Watchlist) -> Schedule:
@@ -56,51 +60,55 @@ def slot_due(schedule: Schedule, *, next_run_at: datetime, created_at: datetime,
     raise AssertionError("a schedule's firings never end")  # pragma: no cover
 
 
-def take_due(now: datetime) -> list[DueSlot]:
-    """The due watchlists this process takes, each with its slot."""
+def due_now(now: datetime) -> list[DueSlot]:
+    """The due watchlists, each with its slot; nothing is written."""
     due = Watchlist.objects.filter(next_run_at__lte=now).order_by("next_run_at")[:DUE_BATCH]
-    taken = []
+    found = []
     for watchlist in due:
         try:
-            slot = _take(watchlist, now)
+            slot = slot_due(
+                schedule_of(watchlist), next_run_at=watchlist.next_run_at, created_at=watchlist.created_at, now=now
+            )
         except Exception:  # one watchlist's failure (a zone this machine lost) does not hold the others
             logger.exception("Watchlist %s could not be fired", watchlist.pk)
             continue
-        if slot is not None:
-            taken.append(DueSlot(watchlist, slot))
-    return taken
+        found.append(DueSlot(watchlist, slot))
+    return found
 
 
-def _take(watchlist: Watchlist, now: datetime) -> datetime | None:
-    """Move `next_run_at` to the first firing after `now` by an UPDATE on the value read, which only one
-    process can make; the slot to brief if this process made it."""
-    schedule = schedule_of(watchlist)
-    read = watchlist.next_run_at
-    assert read is not None  # filtered on it
-    moved = Watchlist.objects.filter(pk=watchlist.pk, next_run_at=read).update(next_run_at=schedule.next_after(now))
-    if not moved:
-        return None  # another process took it, or the schedule was changed meanwhile
-    return slot_due(schedule, next_run_at=read, created_at=watchlist.created_at, now=now)
+def advance(due: DueSlot, now: datetime) -> bool:
+    """Move `next_run_at` to the first firing after `now`, by an UPDATE on the value read: False when another
+    process moved it first, or the schedule was changed meanwhile."""
+    watchlist = due.watchlist
+    moved = Watchlist.objects.filter(pk=watchlist.pk, next_run_at=watchlist.next_run_at).update(
+        next_run_at=schedule_of(watchlist).next_after(now)
+    )
+    return bool(moved)
 
 
 async def fire_due(now: datetime | None = None) -> int:
     """Start the brief of every due watchlist's slot, each covering the time up to `now` (the look's
-    moment); how many this process started."""
+    moment), then move the watchlists on; how many briefs this process started."""
     now = now or timezone.now()
-    taken = await db_call(take_due, now)
-    started = await asyncio.gather(*(_start(due, now) for due in taken))
+    due = await db_call(due_now, now)
+    started = await asyncio.gather(*(_fire(slot, now) for slot in due))
     return sum(started)
 
 
-async def _start(due: DueSlot, now: datetime) -> bool:
-    try:
-        await start_brief(due.watchlist, scheduled_for=due.slot, until=now)
-    except BriefSlotTaken:
-        return False  # another start of this slot got there first: its brief goes on
-    except Exception:
-        logger.exception("The brief of watchlist %s for %s could not start", due.watchlist.pk, due.slot.isoformat())
-        return False
-    return True
+async def _fire(due: DueSlot, now: datetime) -> bool:
+    started = False
+    if due.slot is not None:
+        try:
+            await start_brief(due.watchlist, scheduled_for=due.slot, until=now)
+            started = True
+        except BriefSlotTaken:
+            pass  # another start of this slot recorded it first: its brief goes on
+        except Exception:
+            # Not moved on: the next look starts the slot again, and its row, if recorded, refuses a second.
+            logger.exception("The brief of watchlist %s for %s could not start", due.watchlist.pk, due.slot.isoformat())
+            return False
+    await db_call(advance, due, now)
+    return started
 
 
 async def tick() -> None:

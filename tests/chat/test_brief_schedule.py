@@ -20,8 +20,9 @@ from django.core.management import call_command
 from chat.models import Brief, Conversation, Message, ResearchRun, Watchlist
 from chat.schedules import Schedule
 from chat.services import brief_schedule, queue
-from chat.services.brief_schedule import _take, fire_due, slot_due, take_due
+from chat.services.brief_schedule import advance, due_now, fire_due, slot_due
 from chat.services.brief_scheduler import BriefScheduler, start_in_process_scheduler
+from chat.services.briefs import start_brief
 from tests.datascraper.conftest import filed, sec_server  # noqa: F401 (the fixtures)
 
 UTC_SEVEN = Schedule.parse("0 7 * * *", "UTC")
@@ -110,24 +111,26 @@ def watchlist(*, next_run_at: datetime, schedule: Schedule = UTC_SEVEN, created_
 
 
 @pytest.mark.django_db
-def test_of_two_processes_that_read_the_same_due_row_one_takes_the_slot():
+def test_of_two_processes_that_read_the_same_due_row_one_moves_it_on():
     row = watchlist(next_run_at=at("2026-11-27T07:00Z"), created_at=at("2026-11-01T00:00Z"))
-    seen_by_a, seen_by_b = Watchlist.objects.get(pk=row.pk), Watchlist.objects.get(pk=row.pk)
     now = at("2026-11-27T07:00:05Z")
+    [seen_by_a], [seen_by_b] = due_now(now), due_now(now)
 
-    assert _take(seen_by_a, now) == at("2026-11-27T07:00Z")
-    assert _take(seen_by_b, now) is None
+    assert seen_by_a.slot == seen_by_b.slot == at("2026-11-27T07:00Z")  # both start it: the constraint picks one
+    assert advance(seen_by_a, now) is True
+    assert advance(seen_by_b, now) is False
     assert Watchlist.objects.get(pk=row.pk).next_run_at == at("2026-11-28T07:00Z")
 
 
 @pytest.mark.django_db
-def test_the_advance_skips_the_missed_firings_and_a_second_look_takes_nothing():
+def test_the_advance_skips_the_missed_firings_and_a_second_look_finds_nothing_due():
     row = watchlist(next_run_at=at("2026-11-20T07:00Z"), created_at=at("2026-11-01T00:00Z"))
     now = at("2026-11-27T08:00Z")
 
-    [due] = take_due(now)
+    [due] = due_now(now)
     assert (due.watchlist.pk, due.slot) == (row.pk, at("2026-11-27T07:00Z"))
-    assert take_due(now) == []
+    advance(due, now)
+    assert due_now(now) == []
     assert Watchlist.objects.get(pk=row.pk).next_run_at == at("2026-11-28T07:00Z")
 
 
@@ -137,7 +140,7 @@ def test_a_watchlist_not_due_yet_and_one_without_a_next_firing_are_left_alone():
     unscheduled = watchlist(next_run_at=at("2026-11-28T07:00Z"))
     Watchlist.objects.filter(pk=unscheduled.pk).update(next_run_at=None)
 
-    assert take_due(at("2026-11-27T08:00Z")) == []
+    assert due_now(at("2026-11-27T08:00Z")) == []
     assert Watchlist.objects.get(pk=later.pk).next_run_at == at("2026-11-28T07:00Z")
 
 
@@ -147,9 +150,9 @@ def test_a_watchlist_whose_zone_cannot_be_read_does_not_hold_the_others(caplog):
     Watchlist.objects.filter(pk=broken.pk).update(timezone="Mars/Olympus_Mons")
     fine = watchlist(next_run_at=at("2026-11-27T07:00Z"))
 
-    taken = take_due(at("2026-11-27T07:00:05Z"))
+    due = due_now(at("2026-11-27T07:00:05Z"))
 
-    assert [due.watchlist.pk for due in taken] == [fine.pk]
+    assert [slot.watchlist.pk for slot in due] == [fine.pk]
     assert f"Watchlist {broken.pk} could not be fired" in caplog.text
 
 
@@ -181,6 +184,37 @@ async def test_concurrent_looks_start_one_brief_for_the_slot(filed):  # noqa: F8
     [brief] = [b async for b in Brief.objects.filter(watchlist=row)]
     assert brief.scheduled_for == slot and brief.status == Brief.Status.DONE
     assert brief.answer.startswith("Nothing material changed since")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_process_that_stopped_after_recording_the_slot_loses_nothing_and_doubles_nothing(filed):  # noqa: F811
+    row = await due_watchlist()
+    slot = now_slot()
+    # What a process killed between the two steps leaves: the slot's brief recorded, the watchlist still due.
+    await start_brief(row, scheduled_for=slot)
+    assert (await Watchlist.objects.aget(pk=row.pk)).next_run_at == slot
+
+    assert await fire_due() == 0
+
+    assert await Brief.objects.filter(watchlist=row).acount() == 1
+    assert (await Watchlist.objects.aget(pk=row.pk)).next_run_at > slot
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_start_that_fails_before_recording_leaves_the_watchlist_due_for_the_next_look(filed, monkeypatch):  # noqa: F811
+    row = await due_watchlist()
+    slot = now_slot()
+
+    async def database_away(*args, **kwargs):
+        raise ConnectionError("the database is away")
+
+    monkeypatch.setattr(brief_schedule, "start_brief", database_away)
+    assert await fire_due() == 0
+    assert (await Watchlist.objects.aget(pk=row.pk)).next_run_at == slot
+    monkeypatch.undo()
+
+    assert await fire_due() == 1
+    assert [b.scheduled_for async for b in Brief.objects.filter(watchlist=row)] == [slot]
 
 
 @pytest.mark.django_db(transaction=True)
