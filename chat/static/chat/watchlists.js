@@ -165,7 +165,7 @@
     }
     els.list.replaceChildren(
       ...state.watchlists.map((watchlist) => {
-        const pick = button("watchlist-pick", watchlist.name, watchlist.symbols.join(", "));
+        const pick = button("watchlist-pick", watchlist.name);
         pick.dataset.watchlistId = watchlist.id;
         pick.setAttribute("aria-current", String(state.selected !== null && state.selected.id === watchlist.id));
         pick.append(element("span", "watchlist-symbols", watchlist.symbols.join(", ")));
@@ -264,11 +264,13 @@
       this.status = element("span", "brief-status");
       this.toggle = button("brief-open", "Show the brief");
       this.toggle.setAttribute("aria-expanded", "false");
+      this.toggle.setAttribute("aria-controls", `brief-${brief.id}`);
       this.toggle.addEventListener("click", () => (this.opened ? this.close() : this.open()));
       head.append(this.window, this.status, this.toggle);
       this.changes = element("ul", "brief-changes");
       this.deliveries = element("p", "brief-deliveries");
       this.body = element("div", "brief-body");
+      this.body.id = `brief-${brief.id}`;
       this.body.hidden = true;
       this.root.append(head, this.changes, this.deliveries, this.body);
       this.update(brief);
@@ -425,10 +427,10 @@
     els.toggle.setAttribute("aria-pressed", String(shown));
     if (!shown) return;
     if (state.selected) loadBriefs();
-    else fillForm(null);
     loadWatchlists();
   }
 
+  fillForm(null);
   els.toggle.addEventListener("click", () => showPanel(els.panel.hidden));
   byId("new-chat").addEventListener("click", () => showPanel(false));
   byId("conversations").addEventListener("click", (event) => {
