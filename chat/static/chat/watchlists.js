@@ -67,7 +67,9 @@
   function showFormError(message = "") {
     for (const field of els.form.querySelectorAll("[aria-invalid]")) {
       field.removeAttribute("aria-invalid");
-      field.setAttribute("aria-describedby", (field.getAttribute("aria-describedby") || "").replace(/\s*watchlist-error/, "").trim());
+      const hints = (field.getAttribute("aria-describedby") || "").replace(/\s*watchlist-error/, "").trim();
+      if (hints) field.setAttribute("aria-describedby", hints);
+      else field.removeAttribute("aria-describedby");
     }
     els.error.textContent = message;
     els.error.hidden = !message;
