@@ -460,11 +460,13 @@
 
   /** The DOM of one answer: its process panel, figures, the streamed text, sources, errors, follow-ups
    * and export buttons. `runId` is known for answers followed live and for stored answers of a run (their
-   * report comes from the run). */
+   * report comes from the run). `askNext` false leaves out the suggested next questions (a watchlist's
+   * brief is not a conversation to ask them in). */
   class AnswerView {
-    constructor({ runId = null, question = "" } = {}) {
+    constructor({ runId = null, question = "", askNext = true } = {}) {
       this.runId = runId;
       this.question = question;
+      this.askNext = askNext;
       answersShown += 1;
       this.idPrefix = `answer-${answersShown}`;
       this.text = "";
@@ -511,8 +513,8 @@
 
     /** A stored answer of a reopened conversation; `question` is the message it answers. One with a run
      * draws what the run kept of its events (charts, confidence, checks) as the live path does. */
-    static finished(message, question = "") {
-      const view = new AnswerView({ runId: message.run_id ?? null, question });
+    static finished(message, question = "", options = {}) {
+      const view = new AnswerView({ runId: message.run_id ?? null, question, ...options });
       view.text = message.content;
       view.setSources(message.sources);
       view.root.dataset.state = message.status === "complete" ? "done" : "error";
@@ -708,7 +710,7 @@
     }
 
     showFollowUps() {
-      const questions = followUpsOf(this.lastRound);
+      const questions = this.askNext ? followUpsOf(this.lastRound) : [];
       this.followUps.replaceChildren(
         element("h3", "", "Ask next"),
         ...questions.map((question) => {
@@ -1130,6 +1132,9 @@
       els.cancel.disabled = false;
     }
   }
+
+  // What watchlists.js (loaded next) shows a brief with: the same answer view, fed the same way.
+  window.ChatAnswers = { api, ApiError, AnswerView, RunFollower, browserTimeZone };
 
   els.form.addEventListener("submit", ask);
   els.question.addEventListener("input", updateQuestionHint);
