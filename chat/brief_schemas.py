@@ -52,6 +52,11 @@ class DeliveryOut(BaseModel):
     delivered_at: datetime | None
 
 
+class BriefError(BaseModel):
+    code: str
+    message: str
+
+
 class BriefOut(BaseModel):
     id: uuid.UUID
     watchlist_id: uuid.UUID
@@ -63,6 +68,7 @@ class BriefOut(BaseModel):
     answer: str
     sources: list[SourceOut]
     deliveries: list[DeliveryOut]
+    error: BriefError | None = Field(description="Why a failed brief failed (a limit's code among them); else null.")
 
 
 def brief_out(brief: Brief, deliveries: Iterable[Delivery] | None = None) -> BriefOut:
@@ -78,6 +84,7 @@ def brief_out(brief: Brief, deliveries: Iterable[Delivery] | None = None) -> Bri
         run_id=brief.run_id,
         answer=brief.answer,
         sources=[SourceOut.model_validate(source) for source in brief.sources],
+        error=BriefError.model_validate(brief.error) if brief.error else None,
         deliveries=[
             DeliveryOut(
                 channel=row.kind,

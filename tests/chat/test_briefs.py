@@ -67,8 +67,10 @@ async def test_a_new_8k_and_a_price_move_are_written_up_by_one_run_each_cited_to
 
     assert brief["status"] == "done" and brief["run_id"] == str(started.run_id)
     assert set(brief) == {
-        "id", "watchlist_id", "status", "since", "until", "changes", "run_id", "answer", "sources", "deliveries"
+        "id", "watchlist_id", "status", "since", "until", "changes", "run_id", "answer", "sources", "deliveries",
+        "error",
     }  # fmt: skip
+    assert brief["error"] is None
     [eight_k] = [c for c in of_kind(brief, "filing") if c["source"]["form"] == "8-K"]
     assert eight_k["source"]["accession"] == EIGHT_K and f'exhibit 99: "{HEADLINE}"' in eight_k["summary"]
     assert "item 2.02 Results of Operations and Financial Condition" in eight_k["summary"]
@@ -253,6 +255,8 @@ async def test_a_brief_over_its_owners_run_limit_is_recorded_failed_with_the_lim
 
     assert started.status == Brief.Status.FAILED and started.run_id is None
     assert started.error["code"] == "too_many_runs"
+    shown = (await api.get(f"/api/briefs/{started.pk}")).json()
+    assert shown["status"] == "failed" and shown["error"]["code"] == "too_many_runs" and shown["error"]["message"]
     assert [c["kind"] for c in started.changes][:1] == ["price"]  # what changed is kept all the same
     assert fake_openai.requests == []
 

@@ -330,7 +330,8 @@
         const stored = { content: this.brief.answer, sources: this.brief.sources, status: "complete" };
         this.show(AnswerView.finished(stored, this.title(), { askNext: false }));
       } else {
-        const line = status === "failed" ? "This brief failed; what changed is listed above." : "Looking for what changed…";
+        const failure = this.brief.error ? ` (${this.brief.error.message})` : "";
+        const line = status === "failed" ? `This brief failed${failure}; what changed is listed above.` : "Looking for what changed…";
         this.show(null, element("p", "brief-note", line));
       }
     }
