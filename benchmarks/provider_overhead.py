@@ -225,7 +225,8 @@ async def main(calls: int) -> int:
     async with httpx2.AsyncClient(transport=transport) as http_client:
         sdk = AsyncOpenAI(api_key="benchmark-key", base_url="http://openai.invalid/v1", http_client=http_client)
         # The process's shared client is this one, so the interface's calls go over the same transport.
-        shared_client._client, shared_client._client_loop = sdk, asyncio.get_running_loop()
+        shared_client._clients.reset()
+        shared_client._clients.get(lambda: sdk)
         text, annotations = render_cited_text(SENTENCES)
         print(
             f"median of {calls} calls per way, interleaved; the streamed answer: {len(text)} characters in "
