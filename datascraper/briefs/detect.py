@@ -4,6 +4,7 @@ was read from, and what could not be checked (a symbol's failure never sinks the
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -12,8 +13,11 @@ from datascraper.briefs.schemas import BriefWindow, Change, DetectedChanges, Sym
 from datascraper.briefs.tool_calls import CheckFailed
 from datascraper.market_data.finding_schemas import ToolResult
 
-# Symbols checked at once: each takes about six calls, and Yahoo and the SEC limit how fast they are asked.
-SYMBOLS_AT_ONCE = 4
+# Symbols checked at once in a process, across all of its briefs: each takes about six calls, and Yahoo and
+# the SEC limit how fast they are asked. A morning of many watchlists queues its checks here, before any
+# call's own timeout starts, rather than at the data tools, where a call still waiting would time out.
+SYMBOLS_AT_ONCE = 8
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 # All of one symbol's checks (a call is bounded on its own; a busy day of 8-Ks makes several in a row).
 SYMBOL_TIMEOUT_S = 60.0
 _ORDER = {"price": 0, "filing": 1, "earnings": 2, "analyst": 3, "news": 4}
@@ -22,7 +26,7 @@ _CHECKS = ["prices", "filings", "insider trades", "earnings", "analyst ratings",
 
 async def detect_changes(symbols: Sequence[str], window: BriefWindow) -> DetectedChanges:
     """What changed for each symbol in `window`, in the symbols' order, each kind of change in turn."""
-    limiter = asyncio.Semaphore(SYMBOLS_AT_ONCE)
+    limiter = _process_limiter()
 
     async def one(symbol: str) -> DetectedChanges:
         async with limiter:
@@ -38,6 +42,15 @@ async def detect_changes(symbols: Sequence[str], window: BriefWindow) -> Detecte
         detected.unchecked.extend(found.unchecked)
         detected.evidence.extend(found.evidence)
     return detected
+
+
+def _process_limiter() -> asyncio.Semaphore:
+    """The process's limit on symbols checked at once (one per event loop: a semaphore belongs to its loop)."""
+    loop = asyncio.get_running_loop()
+    limiter = _limiters.get(loop)
+    if limiter is None:
+        limiter = _limiters[loop] = asyncio.Semaphore(SYMBOLS_AT_ONCE)
+    return limiter
 
 
 async def _symbol_changes(symbol: str, window: BriefWindow) -> DetectedChanges:
