@@ -3,11 +3,14 @@ the real yfinance over canned Yahoo replies (anchored at Friday 2025-06-13) and 
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from datetime import UTC, datetime, timedelta
 
+from datascraper.briefs import detect
 from datascraper.briefs.detect import detect_changes
 from datascraper.briefs.research import brief_checkpoint, brief_question, within_budget
-from datascraper.briefs.schemas import BriefWindow
+from datascraper.briefs.schemas import BriefWindow, DetectedChanges
 from datascraper.models_config import get_research_config
 from datascraper.research_engine.state import ResearchCheckpoint
 from tests.datascraper.conftest import filed, sec_server  # noqa: F401 (the fixtures)
@@ -118,3 +121,26 @@ async def test_the_runs_findings_are_the_results_the_changes_were_read_from_with
     fitted, left_out = within_budget(detected, 1500)
     assert left_out and {change.kind for change in left_out} <= {"news", "analyst"}
     assert all(change.kind not in {c.kind for c in left_out} for change in fitted.changes)
+
+
+async def test_the_briefs_of_a_process_share_one_limit_on_symbols_checked_at_once(monkeypatch):
+    # A morning of many watchlists queues its checks at this limit, before any call's timeout starts: two
+    # briefs checking at once never have more symbols in flight than the process allows.
+    in_flight, most = 0, 0
+
+    async def checked(symbol: str, window: BriefWindow) -> DetectedChanges:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return DetectedChanges()
+
+    monkeypatch.setattr(detect, "SYMBOLS_AT_ONCE", 3)
+    monkeypatch.setattr(detect, "_limiters", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(detect, "_symbol_changes", checked)
+    brief_window = window(FRIDAY_NIGHT - timedelta(days=1), FRIDAY_NIGHT)
+
+    await asyncio.gather(*(detect.detect_changes(["A", "B", "C", "D", "E"], brief_window) for _ in range(4)))
+
+    assert most == 3
