@@ -125,8 +125,9 @@ def test_doctor_runs_on_a_setting_that_stops_every_other_command_and_reports_it(
     assert checks["database"]["status"] == "fail"  # the checks that need no settings still ran
 
 
-def test_create_api_key_before_migrate_says_to_migrate(tmp_path):
-    result = manage(tmp_path, "create_api_key", "alice")
+@pytest.mark.parametrize("command", [("create_api_key", "alice"), ("brief", "00000000-0000-4000-8000-000000000000")])
+def test_a_command_before_migrate_says_to_migrate(tmp_path, command):
+    result = manage(tmp_path, *command)
 
     assert_no_traceback(result)
     assert result.returncode == 1

@@ -12,8 +12,10 @@ import asyncio
 import uuid
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from chat.db_calls import db_call
+from chat.management.database import not_migrated
 from chat.models import Brief, Watchlist
 from chat.services.briefs import start_brief
 from chat.services.delivery import deliver_brief
@@ -38,7 +40,10 @@ class Command(BaseCommand):
             key = uuid.UUID(watchlist_id)
         except ValueError:
             raise CommandError(f"{watchlist_id!r} is not a watchlist id.", returncode=EXIT_NO_WATCHLIST) from None
-        watchlist = Watchlist.objects.filter(pk=key).first()
+        try:
+            watchlist = Watchlist.objects.filter(pk=key).first()
+        except DatabaseError as exc:  # a fresh clone before its first `migrate` has no tables
+            raise not_migrated(exc) from exc
         if watchlist is None:
             raise CommandError(f"No watchlist {key}.", returncode=EXIT_NO_WATCHLIST)
         self.stderr.style_func = None

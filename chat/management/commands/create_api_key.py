@@ -1,6 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
+from chat.management.database import not_migrated
 from chat.services.api_keys import create_api_key
 
 
@@ -15,9 +16,6 @@ class Command(BaseCommand):
         try:
             api_key, key = create_api_key(username, name=name)
         except DatabaseError as exc:  # a fresh clone before its first `migrate` has no tables
-            raise CommandError(
-                f"The database is not ready ({type(exc).__name__}): run `python manage.py migrate` first "
-                "(`make run` does)."
-            ) from exc
+            raise not_migrated(exc) from exc
         self.stderr.write(f"Created API key {api_key.prefix}… for {username}. Store it now: it is not shown again.")
         self.stdout.write(key)
