@@ -75,8 +75,13 @@ def deliver_in_background(brief_id: uuid.UUID) -> None:
 
 
 async def deliver_run_brief(run_id: uuid.UUID) -> None:
-    """After a run's answer is stored: deliver the brief it wrote, if it wrote one."""
-    brief_id = await db_call(lambda: Brief.objects.filter(run_id=run_id).values_list("pk", flat=True).first())
+    """After a run's answer is stored: deliver the brief it wrote, if it wrote one. Never raises: the run is
+    done whatever happens here, and deliveries not started now are taken by `deliver_due`."""
+    try:
+        brief_id = await db_call(lambda: Brief.objects.filter(run_id=run_id).values_list("pk", flat=True).first())
+    except Exception:
+        logger.exception("run %s: its brief's delivery is left to the scheduler", run_id)
+        return
     if brief_id is not None:
         deliver_in_background(brief_id)
 
