@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx2
 from pydantic import SecretStr
@@ -46,6 +46,37 @@ Refusal = Callable[[httpx2.Response], ResearchError | None]
 class SearchAPI:
     label: str  # how messages name it: "The SearxNG instance", "The Tavily API"
     url_setting: str  # the setting that holds its address: SEARXNG_URL, TAVILY_BASE_URL
+
+
+class KeyedSearchAPI:
+    """What the search APIs reached with a key (Tavily, Brave, Exa) share: the key and the address they are
+    built with, checked before anything is sent. A subclass names its API, its key's setting, its public host
+    and its search path."""
+
+    api: ClassVar[SearchAPI]
+    key_setting: ClassVar[str]
+    default_base_url: ClassVar[str]
+    search_path: ClassVar[str]
+    provider: ClassVar[str]
+
+    def __init__(self, key: SecretStr | None, base_url: str | None, *, max_retries: int) -> None:
+        self._key = key
+        self._base_url = base_url or self.default_base_url
+        self._max_retries = max_retries
+
+    @property
+    def name(self) -> str:
+        return self.provider
+
+    def ensure_configured(self) -> None:
+        self._key_value()
+        self._search_url()
+
+    def _key_value(self) -> str:
+        return api_key(self._key, self.key_setting)
+
+    def _search_url(self) -> str:
+        return api_url(self.api, self._base_url, self.search_path)
 
 
 def api_url(api: SearchAPI, root: str | None, path: str) -> str:

@@ -18,10 +18,9 @@ from datetime import date, datetime
 from typing import Any
 
 import httpx2
-from pydantic import SecretStr
 
 from datascraper.errors import ResearchError, SearchAuthFailed, SearchUnavailable
-from datascraper.search.api_call import SearchAPI, api_key, api_url, call_json, day, shortened
+from datascraper.search.api_call import KeyedSearchAPI, SearchAPI, call_json, day, shortened
 from datascraper.search.base import SearchResult
 
 BRAVE = SearchAPI(label="The Brave Search API", url_setting="BRAVE_BASE_URL")
@@ -34,26 +33,19 @@ MAX_COUNT = 20
 _MARKUP = re.compile(r"</?strong>")
 
 
-class BraveSearch:
-    def __init__(self, key: SecretStr | None, base_url: str | None, *, max_retries: int) -> None:
-        self._key = key
-        self._base_url = base_url or DEFAULT_BASE_URL
-        self._max_retries = max_retries
-
-    @property
-    def name(self) -> str:
-        return "brave"
-
-    def ensure_configured(self) -> None:
-        api_key(self._key, KEY_SETTING)
-        api_url(BRAVE, self._base_url, SEARCH_PATH)
+class BraveSearch(KeyedSearchAPI):
+    api = BRAVE
+    key_setting = KEY_SETTING
+    default_base_url = DEFAULT_BASE_URL
+    search_path = SEARCH_PATH
+    provider = "brave"
 
     async def search(self, query: str, *, limit: int, timeout_s: float) -> list[SearchResult]:
         payload = await call_json(
             BRAVE,
             "GET",
-            api_url(BRAVE, self._base_url, SEARCH_PATH),
-            headers={"X-Subscription-Token": api_key(self._key, KEY_SETTING)},
+            self._search_url(),
+            headers={"X-Subscription-Token": self._key_value()},
             params={
                 "q": shortened(query, max_chars=MAX_QUERY_CHARS, max_words=MAX_QUERY_WORDS),
                 "count": min(limit, MAX_COUNT),

@@ -16,10 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from pydantic import SecretStr
 
 from datascraper.errors import ResearchError, SearchAuthFailed, SearchQuotaExceeded, SearchUnavailable
-from datascraper.search.api_call import SearchAPI, api_key, api_url, call_json, day
+from datascraper.search.api_call import KeyedSearchAPI, SearchAPI, call_json, day
 from datascraper.search.base import SearchResult
 
 EXA = SearchAPI(label="The Exa API", url_setting="EXA_BASE_URL")
@@ -29,26 +28,19 @@ MAX_RESULTS = 100
 SNIPPET_CHARS = 500
 
 
-class ExaSearch:
-    def __init__(self, key: SecretStr | None, base_url: str | None, *, max_retries: int) -> None:
-        self._key = key
-        self._base_url = base_url or DEFAULT_BASE_URL
-        self._max_retries = max_retries
-
-    @property
-    def name(self) -> str:
-        return "exa"
-
-    def ensure_configured(self) -> None:
-        api_key(self._key, KEY_SETTING)
-        api_url(EXA, self._base_url, "/search")
+class ExaSearch(KeyedSearchAPI):
+    api = EXA
+    key_setting = KEY_SETTING
+    default_base_url = DEFAULT_BASE_URL
+    search_path = "/search"
+    provider = "exa"
 
     async def search(self, query: str, *, limit: int, timeout_s: float) -> list[SearchResult]:
         payload = await call_json(
             EXA,
             "POST",
-            api_url(EXA, self._base_url, "/search"),
-            headers={"x-api-key": api_key(self._key, KEY_SETTING)},
+            self._search_url(),
+            headers={"x-api-key": self._key_value()},
             body={"query": query, "numResults": min(limit, MAX_RESULTS), "type": "auto"},
             max_retries=self._max_retries,
             timeout_s=timeout_s,

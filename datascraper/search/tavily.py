@@ -18,10 +18,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx2
-from pydantic import SecretStr
 
 from datascraper.errors import ResearchError, SearchAuthFailed, SearchQuotaExceeded, SearchUnavailable
-from datascraper.search.api_call import SearchAPI, api_key, api_url, call_json, day, shortened
+from datascraper.search.api_call import KeyedSearchAPI, SearchAPI, call_json, day, shortened
 from datascraper.search.base import SearchResult
 
 TAVILY = SearchAPI(label="The Tavily API", url_setting="TAVILY_BASE_URL")
@@ -31,26 +30,19 @@ MAX_QUERY_CHARS = 400
 MAX_RESULTS = 20
 
 
-class TavilySearch:
-    def __init__(self, key: SecretStr | None, base_url: str | None, *, max_retries: int) -> None:
-        self._key = key
-        self._base_url = base_url or DEFAULT_BASE_URL
-        self._max_retries = max_retries
-
-    @property
-    def name(self) -> str:
-        return "tavily"
-
-    def ensure_configured(self) -> None:
-        api_key(self._key, KEY_SETTING)
-        api_url(TAVILY, self._base_url, "/search")
+class TavilySearch(KeyedSearchAPI):
+    api = TAVILY
+    key_setting = KEY_SETTING
+    default_base_url = DEFAULT_BASE_URL
+    search_path = "/search"
+    provider = "tavily"
 
     async def search(self, query: str, *, limit: int, timeout_s: float) -> list[SearchResult]:
         payload = await call_json(
             TAVILY,
             "POST",
-            api_url(TAVILY, self._base_url, "/search"),
-            headers={"Authorization": f"Bearer {api_key(self._key, KEY_SETTING)}"},
+            self._search_url(),
+            headers={"Authorization": f"Bearer {self._key_value()}"},
             body={
                 "query": shortened(query, max_chars=MAX_QUERY_CHARS),
                 "max_results": min(limit, MAX_RESULTS),
